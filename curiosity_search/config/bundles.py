@@ -1,0 +1,190 @@
+"""Algorithm bundles and cross-field checks.
+
+An algorithm name fixes a family of settings (selection rule, policy target, value
+head...). Fields a bundle owns default to ``None`` in the schema; ``None`` takes the
+bundle's value, an explicit value must be one the bundle allows. The table is
+declarative: ``BUNDLES[algorithm][key path] = (default, allowed or None for any)``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+from curiosity_search.config.fields import ConfigError, show
+from curiosity_search.config.schema import Config
+
+_ANY = None
+_BELIEF_HEADS = ("beta", "dirichlet")
+
+BUNDLES: dict[str, dict[str, tuple[Any, tuple[Any, ...] | None]]] = {
+    "alphazero": {
+        "search.rule": ("puct", ("puct",)),
+        "search.num_simulations": (16, _ANY),
+        "train.policy_target": ("visits", ("visits", "chosen_action")),
+        "train.value_target": ("outcome", _ANY),
+        "network.value_head": ("scalar", _ANY),
+        "network.action_values": (False, _ANY),
+    },
+    "gumbel": {
+        "search.rule": ("gumbel", ("gumbel",)),
+        "search.num_simulations": (16, _ANY),
+        "train.policy_target": ("improved", ("improved", "visits", "chosen_action")),
+        "train.value_target": ("outcome", _ANY),
+        "network.value_head": ("scalar", _ANY),
+        "network.action_values": (False, _ANY),
+    },
+    "curiosity": {
+        "search.rule": ("curiosity", ("curiosity",)),
+        "search.num_simulations": (16, _ANY),
+        "train.policy_target": ("pbest", ("pbest", "visits", "chosen_action")),
+        "train.value_target": ("search_belief", _ANY),
+        "network.value_head": ("beta", _BELIEF_HEADS),
+        "network.action_values": (True, (True,)),
+    },
+    "exit": {
+        "search.rule": ("uct_p_nn", ("uct_p_nn",)),
+        "search.num_simulations": (16, _ANY),
+        "train.policy_target": ("visits", ("visits", "chosen_action")),
+        "train.value_target": ("outcome", _ANY),
+        "network.value_head": ("scalar", _ANY),
+        "network.action_values": (False, _ANY),
+    },
+    # REINFORCE learns without search; search.rule only matters for evaluation search.
+    "reinforce": {
+        "search.rule": ("gumbel", _ANY),
+        "search.num_simulations": (0, (0,)),
+        "train.policy_target": ("chosen_action", ("chosen_action",)),
+        "train.value_target": ("outcome", ("outcome",)),
+        "network.value_head": ("scalar", _ANY),
+        "network.action_values": (False, _ANY),
+    },
+}
+
+
+def get_path(cfg: Any, path: str) -> Any:
+    """``get_path(cfg, "search.rule")`` -> ``cfg.search.rule``."""
+    for part in path.split("."):
+        cfg = getattr(cfg, part)
+    return cfg
+
+
+def replace_path(cfg: Any, path: str, value: Any) -> Any:
+    """A copy of the frozen tree ``cfg`` with the field at ``path`` set to ``value``."""
+    head, _, rest = path.partition(".")
+    if not rest:
+        return dataclasses.replace(cfg, **{head: value})
+    return dataclasses.replace(cfg, **{head: replace_path(getattr(cfg, head), rest, value)})
+
+
+def resolve_algorithm_defaults(cfg: Config) -> Config:
+    """Fills bundle-owned ``None`` fields and rejects values the algorithm contradicts."""
+    bundle = BUNDLES[cfg.algorithm]
+    for path, (default, allowed) in bundle.items():
+        value = get_path(cfg, path)
+        if value is None:
+            cfg = replace_path(cfg, path, default)
+        elif allowed is not None and value not in allowed:
+            options = ", ".join(show(a) if not isinstance(a, str) else a for a in allowed)
+            raise ConfigError(
+                f"{path}: {show(value)} contradicts algorithm {cfg.algorithm} "
+                f"(allowed: {options}; leave it null for {show(default)})"
+            )
+    if cfg.env.name == "hex" and cfg.env.size is None:
+        cfg = replace_path(cfg, "env.size", 4)
+    if cfg.network.regret_heads is None:
+        cfg = replace_path(cfg, "network.regret_heads", cfg.search_control.kind == "rgsc")
+    return cfg
+
+
+# ----------------------------------------------------------------------------- checks
+def _check_env(cfg: Config) -> None:
+    env = cfg.env
+    if env.name == "hex":
+        if env.size is not None and not 3 <= env.size <= 19:
+            raise ConfigError(f"env.size: {env.size} is not an integer in [3, 19] (hex boards)")
+        cells = (env.size or 4) ** 2
+        if cfg.selfplay.random_opening_moves >= cells - 1:
+            raise ConfigError(
+                f"selfplay.random_opening_moves: {cfg.selfplay.random_opening_moves} is not "
+                f"below {cells - 1} (a {env.size}x{env.size} board must keep moves to learn)"
+            )
+    else:
+        if env.size is not None:
+            raise ConfigError(
+                f"env.size: {env.size} is only for hex (env.name is '{env.name}'; set it to null)"
+            )
+        if env.swap:
+            raise ConfigError(f"env.swap: true is only for hex (env.name is '{env.name}')")
+
+
+def _check_search(cfg: Config) -> None:
+    search = cfg.search
+    if cfg.algorithm != "reinforce" and search.num_simulations is not None:
+        if search.num_simulations < 1:
+            raise ConfigError(
+                f"search.num_simulations: {search.num_simulations} is not a positive integer "
+                f"(algorithm {cfg.algorithm} searches; only reinforce runs with 0)"
+            )
+    if search.rule == "curiosity" and cfg.network.value_head not in _BELIEF_HEADS:
+        raise ConfigError(
+            f"network.value_head: {show(cfg.network.value_head)} cannot drive search.rule "
+            f"curiosity (allowed: {', '.join(_BELIEF_HEADS)})"
+        )
+
+
+def _check_targets(cfg: Config) -> None:
+    train = cfg.train
+    needs_rule = {"improved": "gumbel", "pbest": "curiosity"}
+    rule = needs_rule.get(train.policy_target or "")
+    if rule is not None and cfg.search.rule != rule:
+        raise ConfigError(
+            f"train.policy_target: '{train.policy_target}' needs search.rule {rule} "
+            f"(search.rule is {show(cfg.search.rule)})"
+        )
+    if train.value_target == "search_belief" and cfg.network.value_head not in _BELIEF_HEADS:
+        raise ConfigError(
+            f"train.value_target: 'search_belief' needs network.value_head beta or dirichlet "
+            f"(network.value_head is {show(cfg.network.value_head)})"
+        )
+    if train.value_target == "search_value" and cfg.search.num_simulations == 0:
+        raise ConfigError("train.value_target: 'search_value' needs search.num_simulations > 0")
+    if train.batch_size > cfg.selfplay.replay_capacity:
+        raise ConfigError(
+            f"train.batch_size: {train.batch_size} is not <= selfplay.replay_capacity "
+            f"({cfg.selfplay.replay_capacity})"
+        )
+
+
+def _check_optimizer(cfg: Config) -> None:
+    opt = cfg.optimizer
+    total = cfg.train.iterations * cfg.train.updates_per_iteration
+    if opt.schedule == "warmup_cosine" and opt.warmup_steps >= total:
+        raise ConfigError(
+            f"optimizer.warmup_steps: {opt.warmup_steps} is not below the run's {total} "
+            "gradient steps (train.iterations x train.updates_per_iteration)"
+        )
+
+
+def _check_search_control(cfg: Config) -> None:
+    if cfg.search_control.kind == "rgsc" and cfg.network.regret_heads is False:
+        raise ConfigError(
+            "network.regret_heads: false contradicts search_control.kind rgsc "
+            "(regret-guided restarts need the regret heads; leave it null)"
+        )
+
+
+CHECKS: list[Callable[[Config], None]] = [
+    _check_env,
+    _check_search,
+    _check_targets,
+    _check_optimizer,
+    _check_search_control,
+]
+
+
+def check_consistency(cfg: Config) -> None:
+    """Runs every cross-field check; raises ``ConfigError`` on the first failure."""
+    for check in CHECKS:
+        check(cfg)
