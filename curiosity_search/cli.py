@@ -1,6 +1,256 @@
-"""Command line: placeholder until the CLI module lands."""
+"""The ``curiosity-search`` command line: a thin argparse front over each layer's entry point.
+
+Each verb parses its flags, validates what it can without JAX (configs above all), then
+imports its handler lazily and calls it with the parsed ``argparse.Namespace``:
+
+=========  ==================================================
+train      ``curiosity_search.train.run.train_main(args)``
+eval       ``curiosity_search.eval.arena.eval_main(args)``
+sweep      ``curiosity_search.eval.sweep.sweep_main(args)``
+plot       ``curiosity_search.eval.plots.plot_main(args)``
+bench      ``curiosity_search.bench.bench_main(args)``
+play       ``curiosity_search.eval.htp.play_main(args)``
+explain    ``curiosity_search.eval.explain.explain_main(args)``
+=========  ==================================================
+
+A handler returns an exit code (``None`` means 0). Until its module exists, a verb
+prints "`<verb>` is not built yet" and exits 0. A ``ConfigError`` anywhere prints
+``error: <message>`` on one line and exits 2; usage errors exit 2 through argparse.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from types import ModuleType
+
+from curiosity_search import __version__
+
+PROG = "curiosity-search"
+
+# verb -> (module, function); the module is imported only when the verb runs.
+HANDLERS: dict[str, tuple[str, str]] = {
+    "train": ("curiosity_search.train.run", "train_main"),
+    "eval": ("curiosity_search.eval.arena", "eval_main"),
+    "sweep": ("curiosity_search.eval.sweep", "sweep_main"),
+    "plot": ("curiosity_search.eval.plots", "plot_main"),
+    "bench": ("curiosity_search.bench", "bench_main"),
+    "play": ("curiosity_search.eval.htp", "play_main"),
+    "explain": ("curiosity_search.eval.explain", "explain_main"),
+}
+# Verbs that never touch JAX skip the compilation cache (and its JAX import).
+NO_JAX_VERBS = frozenset({"plot"})
 
 
-def main() -> int:
-    print("curiosity-search: not built yet")
-    return 0
+class UsageError(Exception):
+    """A flag combination argparse cannot express; printed as ``error: ...``, exit 2."""
+
+
+# ----------------------------------------------------------------------------- arg types
+def positive_int(text: str) -> int:
+    """argparse type: an integer >= 1."""
+    value = _int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer")
+    return value
+
+
+def non_negative_int(text: str) -> int:
+    """argparse type: an integer >= 0."""
+    value = _int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a non-negative integer")
+    return value
+
+
+def _int(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+
+
+def shard_spec(text: str) -> tuple[int, int]:
+    """argparse type: ``I/N`` with 0 <= I < N, e.g. ``2/8`` -> ``(2, 8)``."""
+    index, sep, count = text.partition("/")
+    try:
+        i, n = int(index), int(count)
+    except ValueError:
+        i, n = -1, 0
+    if not sep or n < 1 or not 0 <= i < n:
+        raise argparse.ArgumentTypeError(f"{text!r} is not I/N with 0 <= I < N (e.g. 0/4)")
+    return i, n
+
+
+# ----------------------------------------------------------------------------- parser
+def _add_overrides(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--set",
+        dest="set",
+        action="extend",
+        nargs="+",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a config key, e.g. --set search.num_simulations=32 train.iterations=10",
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full parser: one subparser per verb."""
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="Self-play and tree search (PUCT, Gumbel, curiosity) for board games.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    verbs = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    p = verbs.add_parser("train", help="train an agent from a YAML config")
+    p.add_argument("--config", type=Path, help="YAML config (may `extends:` another)")
+    _add_overrides(p)
+    p.add_argument("--workdir", type=Path, help="run directory (default: runs/<config stem>)")
+    p.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue from the last checkpoint in --workdir (--config optional then)",
+    )
+
+    p = verbs.add_parser("eval", help="play a checkpoint against an opponent")
+    p.add_argument("--checkpoint", type=Path, required=True, help="run directory or checkpoint")
+    p.add_argument(
+        "--opponent",
+        default="random",
+        metavar="SPEC",
+        help="opponent, e.g. random, solver, or another run directory (default: random)",
+    )
+    p.add_argument("--games", type=positive_int, default=64, help="games to play (default 64)")
+    p.add_argument("--simulations", type=non_negative_int, help="search simulations per move")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", type=Path, help="write the result table here")
+
+    p = verbs.add_parser("sweep", help="launch (a shard of) a sweep of training runs")
+    p.add_argument("file", type=Path, metavar="FILE", help="sweep YAML")
+    p.add_argument("--dry-run", action="store_true", help="list the runs without starting them")
+    p.add_argument(
+        "--shard", type=shard_spec, default=(0, 1), metavar="I/N", help="run slice I of N"
+    )
+    p.add_argument("--jobs", type=positive_int, default=1, help="runs at a time (default 1)")
+    p.add_argument("--workdir", type=Path, help="root folder for the sweep's run directories")
+
+    p = verbs.add_parser("plot", help="draw figures from run or sweep directories")
+    p.add_argument("dirs", type=Path, nargs="+", metavar="DIR", help="run or sweep directory")
+    p.add_argument("--out", type=Path, help="folder for the figures (default: DIR)")
+
+    p = verbs.add_parser("bench", help="time the search kernel or a training iteration")
+    p.add_argument("kind", choices=["search", "train"], help="what to time")
+    p.add_argument("--config", type=Path, help="YAML config (default: the schema defaults)")
+    _add_overrides(p)
+    p.add_argument("--repeats", type=positive_int, default=3, help="timed repeats (default 3)")
+    p.add_argument("--out", type=Path, help="append the results to this CSV")
+
+    p = verbs.add_parser("play", help="HTP engine on stdin/stdout (for HexGui and friends)")
+    p.add_argument("--checkpoint", type=Path, required=True, help="run directory or checkpoint")
+    p.add_argument("--simulations", type=non_negative_int, help="search simulations per move")
+    p.add_argument("--seed", type=int, default=0)
+
+    p = verbs.add_parser("explain", help="show the network and search view of a position")
+    p.add_argument("--checkpoint", type=Path, required=True, help="run directory or checkpoint")
+    p.add_argument("--moves", default="", help='moves from the empty board, e.g. "a1 b2"')
+    p.add_argument("--simulations", type=non_negative_int, help="search simulations")
+    p.add_argument("--seed", type=int, default=0)
+    return parser
+
+
+# ----------------------------------------------------------------------------- verbs
+def prepare_train(args: argparse.Namespace) -> None:
+    """Loads and validates the config, picks the workdir, writes ``config.yaml`` there.
+
+    Sets ``args.cfg`` (the resolved ``Config``), ``args.workdir`` (a ``Path``) and, for
+    ``--resume`` without ``--config``, ``args.config`` (the run's saved ``config.yaml``).
+    ``config.yaml`` is written only into a workdir that has none yet: an existing run's
+    file is left for the train layer, which rewrites it once the workdir checks pass.
+    """
+    from curiosity_search.config import load_config, save_config
+
+    if args.config is None:
+        if not (args.resume and args.workdir is not None):
+            raise UsageError("train needs --config FILE (or --resume --workdir DIR)")
+        args.config = args.workdir / "config.yaml"
+        if not args.config.exists():
+            raise UsageError(f"--resume: {args.config} not found; pass --config FILE")
+    args.cfg = load_config(args.config, args.set)
+    if args.workdir is None:
+        args.workdir = Path("runs") / args.config.stem
+    target = args.workdir / "config.yaml"
+    if not target.exists():
+        save_config(args.cfg, target)
+
+
+def prepare_bench(args: argparse.Namespace) -> None:
+    """Validates the benchmark's config (file or schema defaults) into ``args.cfg``."""
+    from curiosity_search.config import apply_overrides, config_from_dict, load_config
+
+    if args.config is not None:
+        args.cfg = load_config(args.config, args.set)
+    else:
+        args.cfg = config_from_dict(apply_overrides({}, args.set))
+
+
+PREPARE = {"train": prepare_train, "bench": prepare_bench}
+
+
+def _missing(module_name: str, missing: str | None) -> bool:
+    """Whether ``missing`` (a ModuleNotFoundError's name) is ``module_name`` or its package."""
+    if not missing or not missing.startswith("curiosity_search"):
+        return False
+    return module_name == missing or module_name.startswith(missing + ".")
+
+
+def dispatch(verb: str, args: argparse.Namespace) -> int:
+    """Imports the verb's handler and runs it; 'not built yet' while its module is absent."""
+    module_name, func_name = HANDLERS[verb]
+    try:
+        module: ModuleType = importlib.import_module(module_name)
+    except ModuleNotFoundError as err:
+        if not _missing(module_name, err.name):
+            raise
+        print(f"`{verb}` is not built yet ({module_name} does not exist)", file=sys.stderr)
+        return 0
+    handler = getattr(module, func_name, None)
+    if handler is None:
+        print(f"error: {module_name} has no {func_name}(args)", file=sys.stderr)
+        return 1
+    if verb not in NO_JAX_VERBS:
+        from curiosity_search.compilation_cache import enable_compilation_cache
+
+        enable_compilation_cache()
+    result = handler(args)
+    return 0 if result is None else int(result)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Runs the command line ``argv`` (default ``sys.argv[1:]``); returns the exit code."""
+    from curiosity_search.config import ConfigError
+
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exit_:  # --help (0) and usage errors (2)
+        return exit_.code if isinstance(exit_.code, int) else 2
+    try:
+        prepare = PREPARE.get(args.command)
+        if prepare is not None:
+            prepare(args)
+        return dispatch(args.command, args)
+    except (ConfigError, UsageError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
