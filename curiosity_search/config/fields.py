@@ -7,7 +7,7 @@ nested section); its ``metadata`` may add a numeric range or a set of choices. O
 generic walker (``build``) turns a plain mapping into the dataclass tree and raises a
 ``ConfigError`` that names the key path, the bad value and what is allowed:
 
-    search.num_simulations: -3 is not a non-negative integer
+    selfplay.batch_size: 0 is not a positive integer
     search.rule: 'pucct' is not one of puct, gumbel, curiosity, uct_p_nn
     unknown key 'serch' (allowed: algorithm, seed, ...; did you mean 'search'?)
 
@@ -72,7 +72,7 @@ def choice(default: Any, *choices: Any, doc: str = "") -> Any:
 
 
 def doc(default: Any, text: str) -> Any:
-    """A plain field with a one-line description (shown nowhere yet but kept with the schema)."""
+    """A field with no range or choices beyond its type, plus a one-line description."""
     return dataclasses.field(default=default, metadata={"doc": text})
 
 
