@@ -1,0 +1,449 @@
+"""The host-side training loop: compile once, iterate, log, evaluate, checkpoint, resume.
+
+``train(cfg, workdir)`` builds the trainer (``train.trainer.build_trainer``), jits its
+``iteration(state, key)`` once with the state donated, and runs it ``train.iterations``
+times (or until ``train.time_limit_s`` of training wall time, summed over resumed
+sessions). Iteration ``i`` (0-based: the number completed before it) gets the key
+``fold_in(key(seed), i)``, so a run resumed from a checkpoint replays exactly the keys
+an uninterrupted run would have used.
+
+Run directory (``workdir``)::
+
+    config.yaml        the resolved config
+    metrics.jsonl      one row per completed iteration (see ``metrics_log``)
+    tensorboard/       TensorBoard event files (``logging.tensorboard``)
+    checkpoints/<n>/   orbax checkpoints after n iterations (``checkpoint.every``, end)
+    evaluation.json    the final evaluation (where the game has an exact solver)
+
+Rules: a fresh run refuses a workdir that already holds checkpoints or metrics (resume
+it with ``resume=True``, or pick another / delete it); a resume refuses a config that
+differs from the checkpointed one except in ``RESUMABLE_KEYS`` (so a finished run can be
+extended by raising ``train.iterations``). A non-finite loss stops the run without
+saving the bad state; the last checkpoint stays the latest, and ``train_main`` exits 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import math
+import sys
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+import jax
+
+from curiosity_search.train.checkpoint import (
+    CheckpointError,
+    CheckpointStore,
+    HostCounters,
+    checkpoint_dir,
+)
+from curiosity_search.train.metrics_log import (
+    METRICS_FILENAME,
+    MetricsLog,
+    read_rows,
+    truncate_rows,
+)
+from curiosity_search.train.solver_eval import SolverEvaluation, make_solver_evaluation
+
+CONFIG_FILENAME = "config.yaml"
+EVALUATION_FILENAME = "evaluation.json"
+# Config keys (dotted prefixes) a resumed run may change: they do not affect the state.
+RESUMABLE_KEYS = ("name", "train.iterations", "train.time_limit_s", "logging", "checkpoint")
+# Fold-in indices of the key streams that are not iterations (iterations count from 0).
+INIT_STREAM = 2**31 - 1
+# Row keys that measure time: the only ones that differ between identical runs.
+TIMING_KEYS = ("wall_time_s", "iteration_time_s", "positions_per_s")
+
+Status = Literal["completed", "time_limit", "nonfinite"]
+
+
+class RunDirError(RuntimeError):
+    """The run directory cannot be used as asked (occupied, missing, other config)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class RunResult:
+    """What a call to ``train`` did.
+
+    Attributes:
+      workdir: the run directory.
+      status: ``completed`` (all iterations), ``time_limit`` or ``nonfinite``.
+      iterations: iterations completed in total (over every session of the run).
+      wall_time_s: training wall time in total.
+      positions: self-play positions generated in total.
+      train_flops: estimated network FLOPs in total.
+      metrics: the last iteration's metrics row.
+      evaluation: the latest evaluation (empty where there is no solver).
+      message: a one-line summary (for ``nonfinite``: which iteration and metric).
+    """
+
+    workdir: Path
+    status: Status
+    iterations: int
+    wall_time_s: float
+    positions: float
+    train_flops: float
+    metrics: dict[str, Any]
+    evaluation: dict[str, Any]
+    message: str
+
+    @property
+    def ok(self) -> bool:
+        """True unless the run stopped on a non-finite loss."""
+        return self.status != "nonfinite"
+
+
+# ----------------------------------------------------------------------------- helpers
+def _flatten(tree: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    flat: dict[str, Any] = {}
+    for key, value in tree.items():
+        path = f"{prefix}.{key}" if prefix else str(key)
+        if isinstance(value, Mapping):
+            flat.update(_flatten(value, path))
+        else:
+            flat[path] = value
+    return flat
+
+
+def config_differences(saved: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:
+    """Dotted keys whose values differ between two config dicts, minus ``RESUMABLE_KEYS``.
+
+    Each entry reads ``key: saved -> current``.
+    """
+    old, new = _flatten(saved), _flatten(current)
+
+    def resumable(key: str) -> bool:
+        return any(key == p or key.startswith(p + ".") for p in RESUMABLE_KEYS)
+
+    diffs = []
+    for key in sorted(set(old) | set(new)):
+        if resumable(key):
+            continue
+        a, b = old.get(key, "<absent>"), new.get(key, "<absent>")
+        if _normalise(a) != _normalise(b):
+            diffs.append(f"{key}: {a!r} -> {b!r}")
+    return diffs
+
+
+def _normalise(value: Any) -> Any:
+    if isinstance(value, list | tuple):
+        return tuple(_normalise(v) for v in value)
+    return value
+
+
+def first_nonfinite(metrics: Mapping[str, Any]) -> tuple[str, float] | None:
+    """The first loss metric (name containing ``loss``) that is NaN or inf, if any."""
+    for key in sorted(metrics):
+        if "loss" not in key:
+            continue
+        value = float(metrics[key])
+        if not math.isfinite(value):
+            return key, value
+    return None
+
+
+def _loss_value(metrics: Mapping[str, Any]) -> float | None:
+    if "loss" in metrics:
+        return float(metrics["loss"])
+    for key in sorted(metrics):
+        if "loss" in key:
+            return float(metrics[key])
+    return None
+
+
+def _scalars(metrics: Mapping[str, Any]) -> dict[str, Any]:
+    """Host copies of every scalar metric (non-scalars are dropped)."""
+    host = jax.device_get(dict(metrics))
+    out = {}
+    for key, value in host.items():
+        if getattr(value, "ndim", 0) == 0:
+            out[key] = value.item() if hasattr(value, "item") else value
+    return out
+
+
+# ----------------------------------------------------------------------------- compute
+@dataclasses.dataclass(frozen=True)
+class ComputeModel:
+    """Per-iteration cost estimate from the config and one forward pass's FLOPs.
+
+    Self-play: ``batch * moves * (simulations + 1)`` network evaluations (one at the
+    root, one per simulation). Updates: ``updates * batch * 3`` forward passes
+    (forward + backward ~ 3x forward). A trainer metric ``selfplay/positions`` or
+    ``selfplay/network_evaluations``, when present, replaces the config estimate.
+    """
+
+    forward_flops: float
+    positions: float
+    network_evaluations: float
+    update_forwards: float
+
+    def iteration(self, metrics: Mapping[str, Any]) -> tuple[float, float]:
+        """Returns ``(positions, flops)`` for one iteration with these metrics."""
+        positions = float(metrics.get("selfplay/positions", self.positions))
+        evaluations = float(metrics.get("selfplay/network_evaluations", self.network_evaluations))
+        return positions, (evaluations + self.update_forwards) * self.forward_flops
+
+
+def make_compute_model(cfg: Any, trainer: Any, params: Any) -> ComputeModel:
+    """Measures one forward pass (``nets.flops.forward_flops``) and builds the model.
+
+    If the FLOP count cannot be measured (no cost analysis on this backend, a
+    network that is not a flax module) FLOPs are reported as NaN and training goes on.
+    """
+    games = cfg.selfplay.batch_size * cfg.selfplay.moves_per_iteration
+    simulations = cfg.search.num_simulations or 0
+    try:
+        from curiosity_search.nets.flops import forward_flops
+
+        env = trainer.env
+        example = jax.jit(env.init)(jax.random.key(0)).observation[None]
+        flops = forward_flops(trainer.network, params, example)
+    except Exception as error:  # noqa: BLE001 - accounting must never stop training
+        print(f"warning: FLOP accounting disabled ({type(error).__name__}: {error})",
+              file=sys.stderr)
+        flops = float("nan")
+    return ComputeModel(
+        forward_flops=flops,
+        positions=float(games),
+        network_evaluations=float(games * (simulations + 1)),
+        update_forwards=3.0 * cfg.train.updates_per_iteration * cfg.train.batch_size,
+    )
+
+
+# ----------------------------------------------------------------------------- run dir
+def _config_dict(cfg: Any) -> dict[str, Any]:
+    from curiosity_search.config import config_to_dict
+
+    return config_to_dict(cfg)
+
+
+def prepare_workdir(
+    cfg: Any, workdir: Path, resume: bool, store: CheckpointStore
+) -> HostCounters | None:
+    """Checks ``workdir`` against the request; returns the counters to resume from.
+
+    Returns ``None`` when the run starts from iteration 0. Raises ``RunDirError``.
+    """
+    metrics = workdir / METRICS_FILENAME
+    has_rows = bool(read_rows(metrics))
+    latest = store.latest_step()
+    if not resume:
+        if latest is not None or has_rows:
+            raise RunDirError(
+                f"{workdir} already holds a run ({'checkpoints' if latest else 'metrics'} "
+                f"found); continue it with --resume, or choose another --workdir, or "
+                f"delete it first"
+            )
+        return None
+    if latest is None:
+        if has_rows:
+            print(f"note: {workdir} has no complete checkpoint; restarting from iteration 0",
+                  file=sys.stderr)
+        return None
+    counters = store.restore_counters(latest)
+    current = _config_dict(cfg)
+    diffs = config_differences(counters.config, current)
+    saved_iterations = counters.config.get("train", {}).get("iterations")
+    if saved_iterations != cfg.train.iterations and cfg.optimizer.schedule != "constant":
+        diffs.append(
+            f"train.iterations: {saved_iterations!r} -> {cfg.train.iterations!r} "
+            f"(the {cfg.optimizer.schedule} learning-rate schedule spans the run's iterations)"
+        )
+    if diffs:
+        raise RunDirError(
+            f"cannot resume {workdir}: the config differs from the checkpointed run in "
+            f"{len(diffs)} key(s): " + "; ".join(diffs)
+            + " (only " + ", ".join(RESUMABLE_KEYS) + " may change on resume)"
+        )
+    return counters
+
+
+# ----------------------------------------------------------------------------- loop
+def train(
+    cfg: Any,
+    workdir: str | Path,
+    resume: bool = False,
+    *,
+    build_trainer: Callable[[Any], Any] | None = None,
+) -> RunResult:
+    """Trains ``cfg`` in ``workdir``; see the module docstring for the rules.
+
+    Args:
+      cfg: a resolved ``Config`` (``config.load_config``).
+      workdir: the run directory (created if missing).
+      resume: continue from the latest checkpoint in ``workdir``.
+      build_trainer: ``cfg -> Trainer`` (default ``train.trainer.build_trainer``).
+
+    Returns:
+      a ``RunResult``. Raises ``RunDirError`` / ``CheckpointError`` for an unusable
+      run directory.
+    """
+    from curiosity_search.config import save_config
+
+    if build_trainer is None:
+        from curiosity_search.train.trainer import build_trainer
+    workdir = Path(workdir)
+    lead = jax.process_index() == 0
+    store = CheckpointStore(checkpoint_dir(workdir), keep=cfg.checkpoint.keep)
+    try:
+        restored = prepare_workdir(cfg, workdir, resume, store)
+        config_dict = _config_dict(cfg)
+        if lead:
+            save_config(cfg, workdir / CONFIG_FILENAME)
+            truncate_rows(workdir / METRICS_FILENAME, restored.iteration if restored else 0)
+        trainer = build_trainer(cfg)
+        root = jax.random.key(cfg.seed)
+        state = trainer.init(jax.random.fold_in(root, INIT_STREAM))
+        if restored is None:
+            counters = HostCounters(iteration=0, config=config_dict)
+        else:
+            state, counters = store.restore(state, restored.iteration)
+            counters = dataclasses.replace(counters, config=config_dict)
+        compute = make_compute_model(cfg, trainer, state.params)
+        evaluation = make_solver_evaluation(cfg, trainer)
+        return _loop(cfg, workdir, trainer, state, counters, compute, evaluation, store, lead)
+    finally:
+        store.close()
+
+
+def _loop(
+    cfg: Any,
+    workdir: Path,
+    trainer: Any,
+    state: Any,
+    counters: HostCounters,
+    compute: ComputeModel,
+    evaluation: SolverEvaluation | None,
+    store: CheckpointStore,
+    lead: bool,
+) -> RunResult:
+    step = jax.jit(trainer.iteration, donate_argnums=0)
+    root = jax.random.key(cfg.seed)
+    limit = cfg.train.time_limit_s
+    total = cfg.train.iterations
+    status: Status = "completed"
+    message = ""
+    row: dict[str, Any] = {}
+    latest_eval: dict[str, Any] = {}
+    log = MetricsLog(workdir, counters.iteration, total, cfg.logging.tensorboard,
+                     cfg.logging.progress, enabled=lead)
+    with log:
+        if limit is not None and counters.wall_time_s >= limit and counters.iteration < total:
+            status = "time_limit"
+        while status == "completed" and counters.iteration < total:
+            start = time.perf_counter()
+            state, metrics = step(state, jax.random.fold_in(root, counters.iteration))
+            metrics = _scalars(metrics)  # waits for the iteration
+            elapsed = time.perf_counter() - start
+            positions, flops = compute.iteration(metrics)
+            counters = dataclasses.replace(
+                counters,
+                iteration=counters.iteration + 1,
+                wall_time_s=counters.wall_time_s + elapsed,
+                positions=counters.positions + positions,
+                train_flops=counters.train_flops + flops,
+            )
+            done = counters.iteration >= total
+            if limit is not None and counters.wall_time_s >= limit and not done:
+                status, done = "time_limit", True
+            row = {
+                "iteration": counters.iteration,
+                "wall_time_s": counters.wall_time_s,
+                "iteration_time_s": elapsed,
+                "positions_per_s": positions / elapsed if elapsed > 0 else None,
+                "positions": counters.positions,
+                "train_flops": counters.train_flops,
+                **metrics,
+            }
+            bad = first_nonfinite(metrics)
+            if bad is not None:
+                log.write(row)
+                status = "nonfinite"
+                last = store.latest_step()
+                message = (
+                    f"stopped: iteration {counters.iteration} produced {bad[0]} = {bad[1]}; "
+                    f"not saved. Last good checkpoint: "
+                    + (f"iteration {last} ({store.directory / str(last)})" if last is not None
+                       else "none")
+                )
+                log.message(message)
+                break
+            if evaluation is not None and (
+                done or (cfg.eval.every and counters.iteration % cfg.eval.every == 0)
+            ):
+                latest_eval = evaluation(state.params, counters.iteration)
+                row.update(latest_eval)
+            log.write(row)
+            if done or counters.iteration % cfg.checkpoint.every == 0:
+                store.save(state, counters)
+            log.progress(counters.iteration, _postfix(row, latest_eval))
+    if status != "nonfinite":
+        if status == "time_limit":
+            message = (f"time limit {limit:g}s reached after {counters.iteration} "
+                       f"of {total} iterations")
+        else:
+            message = f"completed {counters.iteration} iterations"
+        if evaluation is not None and not latest_eval and counters.iteration > 0:
+            latest_eval = evaluation(state.params, counters.iteration)
+        if latest_eval and lead:
+            summary = {"iteration": counters.iteration, **latest_eval}
+            (workdir / EVALUATION_FILENAME).write_text(json.dumps(summary, indent=2) + "\n")
+        if latest_eval and evaluation is not None:
+            message += "; " + evaluation.describe(latest_eval)
+    return RunResult(
+        workdir=workdir,
+        status=status,
+        iterations=counters.iteration,
+        wall_time_s=counters.wall_time_s,
+        positions=counters.positions,
+        train_flops=counters.train_flops,
+        metrics=row,
+        evaluation=latest_eval,
+        message=message,
+    )
+
+
+def _postfix(row: Mapping[str, Any], latest_eval: Mapping[str, Any]) -> dict[str, str]:
+    postfix = {}
+    if row.get("positions_per_s") is not None:
+        postfix["pos/s"] = f"{row['positions_per_s']:.0f}"
+    loss = _loss_value(row)
+    if loss is not None:
+        postfix["loss"] = f"{loss:.4g}"
+    for key, value in latest_eval.items():
+        if key.endswith("optimal_move_rate") and value is not None:
+            postfix[key.split("/")[-1].replace("_optimal_move_rate", "")] = f"{value:.1%}"
+    return postfix
+
+
+# ----------------------------------------------------------------------------- CLI
+def train_main(args: argparse.Namespace) -> int:
+    """``curiosity-search train``: loads the config, trains, prints the outcome.
+
+    Reads ``args.config`` (path), ``args.set`` (``key=value`` overrides),
+    ``args.workdir`` (default ``runs/<config stem>``) and ``args.resume``. Returns the
+    exit code: 0 done (all iterations or the time limit), 1 stopped on a non-finite
+    loss, 2 unusable config or run directory.
+    """
+    from curiosity_search.config import ConfigError, load_config
+
+    config_path = Path(args.config)
+    try:
+        cfg = load_config(config_path, tuple(getattr(args, "set", None) or ()))
+    except (ConfigError, OSError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    workdir = getattr(args, "workdir", None) or str(Path("runs") / config_path.stem)
+    try:
+        result = train(cfg, workdir, resume=bool(getattr(args, "resume", False)))
+    except (RunDirError, CheckpointError, ConfigError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    if jax.process_index() == 0:
+        print(result.message, file=sys.stderr if not result.ok else sys.stdout, flush=True)
+    return 0 if result.ok else 1
