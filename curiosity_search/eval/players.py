@@ -1,0 +1,304 @@
+"""Players for evaluation: random, rollout MCTS, exact solver, network checkpoints, HTP.
+
+A ``JaxPlayer`` maps a batch of env states to actions with a pure, jittable
+``act(key, states) -> actions [B]``; the arena plays many games of two such players in
+one compiled loop. An ``HtpPlayer`` (see ``htp_player``) is an external program driven
+over the Hex Text Protocol; it lives on the host and plays games one at a time.
+
+Player specs (``parse_player``):
+
+- ``random``               uniform over legal moves.
+- ``mcts:SIMS``            classic UCT expert: PUCT over a uniform prior with random
+                           rollouts to the end of the game as leaf values (mctx).
+- ``solver``               uniform among the optimal moves of the exact solver
+                           (``envs.solve``; tiny boards only).
+- ``checkpoint:DIR[@SIMS]`` a trained network from a run directory or checkpoint; no
+                           ``@SIMS`` means the raw policy (0 simulations, the apprentice),
+                           ``@32`` the network with its search rule at 32 simulations.
+- ``htp:COMMAND``          an external HTP engine, e.g. ``htp:mohex --use-logfile=0``.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import mctx
+
+Array = jax.Array
+ActFn = Callable[[Array, Any], Array]
+ApplyFn = Callable[[Any, Array, Any], Array]
+
+_NEG = -1e9
+
+
+@dataclass(frozen=True)
+class JaxPlayer:
+    """A batched, jittable player: ``act(key, states) = apply(params, key, states)``.
+
+    Attributes:
+      name: the player's spec or label, used in result tables.
+      apply: ``apply(params, key, states) -> actions [B] int32`` for a batch of B env
+        states; pure and jittable. Keeping ``params`` apart lets the arena pass them as
+        arguments (not baked-in constants) and reuse one compiled match across
+        checkpoints of the same network.
+      params: a pytree (network weights, solver tables) or ``()``.
+    """
+
+    name: str
+    apply: ApplyFn = field(repr=False)
+    params: Any = field(default=(), repr=False)
+
+    def act(self, key: Array, states: Any) -> Array:
+        """Actions [B] int32 for a batch of B states."""
+        return self.apply(self.params, key, states)
+
+
+def stateless(act: ActFn) -> ApplyFn:
+    """Lifts ``act(key, states)`` to ``apply(params, key, states)`` ignoring params."""
+
+    @functools.wraps(act)
+    def apply(params: Any, key: Array, states: Any) -> Array:
+        del params
+        return act(key, states)
+
+    return apply
+
+
+@dataclass(frozen=True)
+class GameSpec:
+    """Which game a player plays: the ``envs.make`` / ``envs.solve`` name and kwargs."""
+
+    name: str
+    kwargs: Mapping[str, Any] = field(default_factory=dict)
+
+    def make_env(self) -> Any:
+        """Builds the env with ``curiosity_search.envs.make`` (pgx ids pass through)."""
+        return make_env(self.name, **dict(self.kwargs))
+
+
+def make_env(name: str, **kwargs: Any) -> Any:
+    """``curiosity_search.envs.make`` when available, else ``pgx.make`` (no kwargs)."""
+    try:
+        from curiosity_search.envs import make
+    except ImportError:
+        make = None
+    if make is not None:
+        return make(name, **kwargs)
+    import pgx
+
+    if kwargs:
+        raise ValueError(f"game {name!r} with options {kwargs} needs curiosity_search.envs.make")
+    return pgx.make(name)
+
+
+def _uniform_legal(key: Array, legal_action_mask: Array) -> Array:
+    """A uniform legal action per row. legal_action_mask: [B, A] bool -> [B] int32."""
+    any_legal = jnp.any(legal_action_mask, axis=-1, keepdims=True)
+    mask = jnp.where(any_legal, legal_action_mask, True)
+    return jax.random.categorical(key, jnp.where(mask, 0.0, -jnp.inf), axis=-1).astype(jnp.int32)
+
+
+def _random_apply(params: Any, key: Array, states: Any) -> Array:
+    del params
+    return _uniform_legal(key, states.legal_action_mask)
+
+
+def random_player() -> JaxPlayer:
+    """Uniformly random legal moves."""
+
+    return JaxPlayer("random", _random_apply)
+
+
+def _random_rollout(env: Any, max_steps: int, key: Array, state: Any) -> Array:
+    """Plays uniformly random moves from one (unbatched) state to the end of the game.
+
+    Returns the outcome in [-1, 1] from the view of ``state.current_player``; 0 for a
+    state that is already terminal or a rollout cut at ``max_steps`` (scored as a draw).
+    """
+    player = state.current_player
+
+    def cond(carry: tuple) -> Array:
+        current, _, _, steps = carry
+        return ~current.terminated & (steps < max_steps)
+
+    def body(carry: tuple) -> tuple:
+        current, outcome, key, steps = carry
+        key, action_key = jax.random.split(key)
+        action = _uniform_legal(action_key, current.legal_action_mask[None])[0]
+        current = env.step(current, action)
+        return current, outcome + current.rewards[player], key, steps + 1
+
+    init = (state, jnp.float32(0.0), key, jnp.int32(0))
+    _, outcome, _, _ = jax.lax.while_loop(cond, body, init)
+    return outcome
+
+
+@functools.lru_cache(maxsize=16)
+def mcts_player(
+    env: Any,
+    num_simulations: int,
+    *,
+    pb_c_init: float = 1.25,
+    max_rollout_steps: int | None = None,
+) -> JaxPlayer:
+    """Classic UCT expert: mctx PUCT search, uniform prior, random-rollout leaf values.
+
+    Each expanded leaf is valued by one random playout to the end of the game (the
+    outcome is the value for the player to move there); terminal leaves are worth 0 with
+    discount 0 (their reward is on the edge). The move is the most visited root action,
+    ties broken at random. Games with draws work (a draw scores 0). Cached per
+    arguments, so repeated matches reuse the compiled program.
+    """
+    if num_simulations < 1:
+        raise ValueError(f"mcts: num_simulations={num_simulations}; allowed: >= 1")
+    num_actions = env.num_actions
+    max_steps = int(max_rollout_steps or 4 * num_actions + 16)
+    rollout = jax.vmap(functools.partial(_random_rollout, env, max_steps))
+    step = jax.vmap(env.step)
+
+    def uniform_logits(states: Any) -> Array:
+        return jnp.where(states.legal_action_mask, 0.0, _NEG)
+
+    def recurrent_fn(params: Any, key: Array, action: Array, states: Any) -> tuple:
+        del params
+        batch = action.shape[0]
+        mover = states.current_player
+        next_states = step(states, action)
+        reward = next_states.rewards[jnp.arange(batch), mover]
+        value = rollout(jax.random.split(key, batch), next_states)
+        terminal = next_states.terminated
+        output = mctx.RecurrentFnOutput(
+            reward=reward,
+            discount=jnp.where(terminal, 0.0, -1.0),
+            prior_logits=uniform_logits(next_states),
+            value=jnp.where(terminal, 0.0, value),
+        )
+        return output, next_states
+
+    def act(key: Array, states: Any) -> Array:
+        batch = states.legal_action_mask.shape[0]
+        root_key, search_key = jax.random.split(key)
+        root = mctx.RootFnOutput(
+            prior_logits=uniform_logits(states),
+            value=rollout(jax.random.split(root_key, batch), states),
+            embedding=states,
+        )
+        output = mctx.muzero_policy(
+            params=(),
+            rng_key=search_key,
+            root=root,
+            recurrent_fn=recurrent_fn,
+            num_simulations=num_simulations,
+            invalid_actions=~states.legal_action_mask,
+            dirichlet_fraction=0.0,
+            pb_c_init=pb_c_init,
+            temperature=0.0,
+        )
+        return output.action.astype(jnp.int32)
+
+    return JaxPlayer(f"mcts:{num_simulations}", stateless(act))
+
+
+def solver_player(game: GameSpec, solution: Any = None) -> JaxPlayer:
+    """Perfect play: a uniformly random choice among the solver's optimal moves.
+
+    ``solution`` defaults to ``curiosity_search.envs.solve(game.name, **game.kwargs)``,
+    which exists for tiny boards only (Hex <= 4x4 without swap, tic-tac-toe).
+    """
+    if solution is None:
+        from curiosity_search.envs import solve
+
+        solution = solve(game.name, **dict(game.kwargs))
+
+    # A pytree solution (its tables) travels as params rather than as jit constants.
+    as_params = bool(jax.tree.leaves(solution))
+
+    def apply(params: Any, key: Array, states: Any) -> Array:
+        table = params if as_params else solution
+        optimal = table.optimal_action_mask(states) & states.legal_action_mask
+        has_optimal = jnp.any(optimal, axis=-1, keepdims=True)
+        mask = jnp.where(has_optimal, optimal, states.legal_action_mask)
+        return _uniform_legal(key, mask)
+
+    return JaxPlayer("solver", apply, solution if as_params else ())
+
+
+def checkpoint_player(
+    path: str | os.PathLike,
+    num_simulations: int = 0,
+    *,
+    agent: Any = None,
+    label: str | None = None,
+) -> JaxPlayer:
+    """A trained network (run directory or checkpoint) with its search rule.
+
+    ``num_simulations=0`` plays the raw policy (the apprentice); more runs the agent's
+    configured search rule with that many simulations (the expert). The agent's
+    ``act_fn(n)(params, key, states)`` is the player's ``apply``, its params the
+    player's params. ``agent`` skips loading (then ``path`` only names the player).
+    """
+    if num_simulations < 0:
+        raise ValueError(f"checkpoint: num_simulations={num_simulations}; allowed: >= 0")
+    if agent is None:
+        from curiosity_search import load_agent
+
+        agent = load_agent(path, num_simulations=num_simulations)
+    if label is None:
+        label = f"checkpoint:{os.fspath(path)}" + (f"@{num_simulations}" if num_simulations else "")
+    return JaxPlayer(label, agent.act_fn(num_simulations), agent.params)
+
+
+def _parse_count(kind: str, text: str, minimum: int) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < minimum:
+        raise ValueError(f"player spec {kind}:{text!r}: expected an integer >= {minimum}")
+    return value
+
+
+def parse_player(spec: str, game: GameSpec, env: Any = None) -> Any:
+    """Builds a player from its spec string (see the module docstring).
+
+    Args:
+      spec: ``random``, ``mcts:SIMS``, ``solver``, ``checkpoint:DIR[@SIMS]`` or
+        ``htp:COMMAND``.
+      game: the game played (for the solver, the env, and the HTP board size).
+      env: the env instance, built from ``game`` when omitted.
+
+    Returns:
+      a ``JaxPlayer``, or an ``HtpPlayer`` for ``htp:``.
+    """
+    spec = spec.strip()
+    kind, _, arg = spec.partition(":")
+    if kind == "random" and not arg:
+        return random_player()
+    if kind == "solver" and not arg:
+        return solver_player(game)
+    if kind == "mcts":
+        env = env if env is not None else game.make_env()
+        return mcts_player(env, _parse_count("mcts", arg, 1))
+    if kind == "checkpoint" and arg:
+        path, sims = arg, 0
+        head, at, tail = arg.rpartition("@")
+        if at and tail.isdigit():
+            path, sims = head, int(tail)
+        return checkpoint_player(path, sims)
+    if kind == "htp" and arg:
+        from curiosity_search.eval.htp_player import HtpPlayer
+
+        size = dict(game.kwargs).get("size")
+        if game.name != "hex" or size is None:
+            raise ValueError(f"htp players need game 'hex' with a size; got {game}")
+        return HtpPlayer(arg, size=int(size), swap=bool(dict(game.kwargs).get("swap", False)))
+    raise ValueError(
+        f"unknown player spec {spec!r}; allowed: random, mcts:SIMS, solver, "
+        "checkpoint:DIR[@SIMS], htp:COMMAND"
+    )
