@@ -1,0 +1,411 @@
+"""Sweeps: a grid of training runs from one YAML file, each trained, evaluated, marked done.
+
+A sweep file::
+
+    name: hex_scaling_cpu            # default: the file's stem
+    base: ../quickstart.yaml         # a config path (relative to this file) or an
+                                     # inline mapping (which may `extends:` a path)
+    set: [checkpoint.keep=100]       # overrides for every run (optional)
+    grid:                            # axes, expanded as a cartesian product in order
+      board:
+        - {name: hex3, set: [env.size=3, train.iterations=40]}
+        - {name: hex4, set: [env.size=4]}
+      algorithm: [algorithm=gumbel, algorithm=curiosity]   # a string is one override
+      seed: [seed=0, seed=1]
+    evaluation: {...}                # the plan, see ``eval.evaluation``
+
+An axis entry is ``{name: N, set: [overrides]}``, one override string, or a list of
+override strings; without a name it is named after its first override's value (or
+``<axis><value>`` when the value does not start with a letter). A run's name joins its
+entries' names with ``-`` (``hex3-gumbel-seed0``); its config is the base plus the
+sweep's ``set``, the entries' overrides in axis order, and ``name=<run>``.
+
+Runs live in ``<root>/<run>/`` with root ``results/<sweep name>`` (or ``--workdir``). A
+run is finished when its directory holds ``DONE``, written after training and
+evaluation; an unfinished run with a directory is resumed (``train(resume=True)``,
+which restarts from iteration 0 if no checkpoint was saved). ``--shard I/N`` takes
+runs ``I, I+N, ...`` of the name-sorted list; ``--jobs J`` runs J at a time, each in
+its own process (``python -m curiosity_search.eval.sweep FILE --run NAME``, which
+trains, evaluates and marks one run) with one GPU per process where there are GPUs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from curiosity_search.eval.evaluation import EvalPlan, evaluate_run, plan_from_dict
+
+DONE_FILENAME = "DONE"
+LOG_FILENAME = "sweep.log"
+_SWEEP_KEYS = ("name", "base", "set", "grid", "evaluation")
+
+
+class SweepError(ValueError):
+    """A malformed sweep file; the message names the key, the value and what is allowed."""
+
+
+@dataclass(frozen=True)
+class SweepRun:
+    """One run of a sweep: its name, overrides (in order) and the entry chosen per axis."""
+
+    name: str
+    overrides: tuple[str, ...]
+    axes: tuple[tuple[str, str], ...]
+    grid_overrides: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """A parsed sweep file: base config (raw mapping), runs, evaluation plan, root folder."""
+
+    name: str
+    file: Path
+    base: dict[str, Any]
+    runs: tuple[SweepRun, ...]
+    evaluation: EvalPlan
+    root: Path
+    common: tuple[str, ...] = ()
+
+    def run_dir(self, run: SweepRun) -> Path:
+        return self.root / run.name
+
+    def config(self, run: SweepRun) -> Any:
+        """The run's resolved ``Config`` (raises ``ConfigError`` naming the bad key)."""
+        from curiosity_search.config import ConfigError, apply_overrides, config_from_dict
+
+        try:
+            return config_from_dict(apply_overrides(self.base, run.overrides))
+        except ConfigError as error:
+            raise ConfigError(f"sweep run {run.name}: {error}") from None
+
+    def get(self, name: str) -> SweepRun:
+        for run in self.runs:
+            if run.name == name:
+                return run
+        raise SweepError(
+            f"run {name!r} is not in sweep {self.name}; runs: {[r.name for r in self.runs]}"
+        )
+
+
+def _entry(axis: str, entry: Any) -> tuple[str, tuple[str, ...]]:
+    """(name, overrides) of one axis entry."""
+    if isinstance(entry, str):
+        entry = [entry]
+    if isinstance(entry, list):
+        entry = {"set": entry}
+    if not isinstance(entry, dict) or set(entry) - {"name", "set"}:
+        raise SweepError(
+            f"grid.{axis}: entry {entry!r}; allowed: an override string, a list "
+            "of them, or {name: ..., set: [...]}"
+        )
+    overrides = entry.get("set") or []
+    overrides = [overrides] if isinstance(overrides, str) else overrides
+    if not all(isinstance(o, str) and "=" in o for o in overrides):
+        raise SweepError(f"grid.{axis}: overrides {overrides!r}; allowed: 'key.path=value'")
+    name = entry.get("name")
+    if name is None:
+        if not overrides:
+            raise SweepError(f"grid.{axis}: an entry without overrides needs a name")
+        value = overrides[0].split("=", 1)[1].strip()
+        name = value if value[:1].isalpha() else f"{axis}{value}"
+    name = re.sub(r"[^A-Za-z0-9_.]+", "_", str(name)).strip("_")
+    if not name:
+        raise SweepError(f"grid.{axis}: entry {entry!r} has an empty name")
+    return name, tuple(overrides)
+
+
+def expand_grid(grid: Mapping[str, Any], common: Sequence[str] = ()) -> list[SweepRun]:
+    """All runs of a grid, sorted by name. Raises SweepError on duplicates or bad entries."""
+    if not isinstance(grid, Mapping) or not grid:
+        raise SweepError(f"grid: {grid!r}; allowed: a mapping axis -> list of entries")
+    axes = []
+    for axis, entries in grid.items():
+        if not isinstance(entries, list) or not entries:
+            raise SweepError(f"grid.{axis}: {entries!r}; allowed: a non-empty list")
+        axes.append([(str(axis), *_entry(str(axis), e)) for e in entries])
+    runs = []
+    for combo in itertools.product(*axes):
+        name = "-".join(entry_name for _, entry_name, _ in combo)
+        overrides = (*common, *(o for _, _, ovs in combo for o in ovs), f"name={name}")
+        own = tuple(o for _, _, ovs in combo for o in ovs)
+        runs.append(SweepRun(name, overrides, tuple((axis, n) for axis, n, _ in combo), own))
+    names = [r.name for r in runs]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise SweepError(f"grid: run names {duplicates} repeat; give the entries distinct names")
+    return sorted(runs, key=lambda r: r.name)
+
+
+def _base(value: Any, folder: Path) -> dict[str, Any]:
+    from curiosity_search.config import deep_merge, load_raw
+
+    def resolve(path: str) -> Path:
+        candidate = Path(path)
+        if not candidate.is_absolute() and (folder / candidate).exists():
+            return folder / candidate
+        return candidate
+
+    if isinstance(value, str):
+        return load_raw(resolve(value))
+    if isinstance(value, Mapping):
+        data = dict(value)
+        parent = data.pop("extends", None)
+        return deep_merge(load_raw(resolve(parent)), data) if parent else data
+    raise SweepError(f"base: {value!r}; allowed: a config path or an inline mapping")
+
+
+def load_sweep(path: str | os.PathLike, root: str | os.PathLike | None = None) -> Sweep:
+    """Parses a sweep file; ``root`` defaults to ``results/<sweep name>``."""
+    path = Path(path)
+    data = yaml.safe_load(path.read_text()) or {}
+    if not isinstance(data, dict):
+        raise SweepError(f"{path}: a sweep file is a mapping with keys {list(_SWEEP_KEYS)}")
+    unknown = sorted(set(data) - set(_SWEEP_KEYS))
+    if unknown:
+        raise SweepError(f"{path}: unknown key(s) {unknown}; allowed: {list(_SWEEP_KEYS)}")
+    if "base" not in data:
+        raise SweepError(f"{path}: missing key 'base' (a config path or inline mapping)")
+    name = str(data.get("name") or path.stem)
+    common = data.get("set") or []
+    common = [common] if isinstance(common, str) else list(common)
+    try:
+        evaluation = plan_from_dict(data.get("evaluation"))
+    except ValueError as error:
+        raise SweepError(f"{path}: {error}") from None
+    return Sweep(
+        name=name,
+        file=path,
+        base=_base(data["base"], path.parent),
+        runs=tuple(expand_grid(data.get("grid") or {}, common)),
+        evaluation=evaluation,
+        root=Path(root) if root is not None else Path("results") / name,
+        common=tuple(common),
+    )
+
+
+def shard(runs: Sequence[SweepRun], index: int, count: int) -> list[SweepRun]:
+    """Round-robin slice ``index`` of ``count`` over the name-sorted runs."""
+    if count < 1 or not 0 <= index < count:
+        raise SweepError(f"shard {index}/{count}: allowed I/N with 0 <= I < N")
+    return sorted(runs, key=lambda r: r.name)[index::count]
+
+
+def parse_shard(value: str | tuple[int, int] | None) -> tuple[int, int]:
+    """``"I/N"`` or ``(I, N)`` -> ``(I, N)``; None -> ``(0, 1)``."""
+    if value is None:
+        return 0, 1
+    if isinstance(value, str):
+        index, _, count = value.partition("/")
+        try:
+            value = (int(index), int(count))
+        except ValueError:
+            raise SweepError(f"shard {value!r}: allowed I/N, e.g. 0/4") from None
+    shard((), *value)
+    return value
+
+
+def run_status(run_dir: Path) -> str:
+    """``done`` (DONE marker), ``partial`` (directory without DONE) or ``new``."""
+    if (run_dir / DONE_FILENAME).exists():
+        return "done"
+    return "partial" if run_dir.exists() else "new"
+
+
+TrainFn = Callable[..., Any]
+EvaluateFn = Callable[[Path, EvalPlan], Any]
+
+
+def execute_run(
+    sweep: Sweep,
+    run: SweepRun,
+    *,
+    train_fn: TrainFn | None = None,
+    evaluate_fn: EvaluateFn | None = None,
+) -> dict[str, Any]:
+    """Trains (resuming a partial run), evaluates and marks one run ``DONE``."""
+    if train_fn is None:
+        from curiosity_search.train.run import train as train_fn
+    evaluate_fn = evaluate_fn or evaluate_run
+    run_dir = sweep.run_dir(run)
+    cfg = sweep.config(run)
+    resume = run_dir.exists()
+    run_dir.mkdir(parents=True, exist_ok=True)
+    start = time.time()
+    result = train_fn(cfg, run_dir, resume=resume)
+    evaluate_fn(run_dir, sweep.evaluation)
+    summary = {
+        "run": run.name,
+        "status": getattr(result, "status", "completed"),
+        "iterations": getattr(result, "iterations", None),
+        "train_flops": getattr(result, "train_flops", None),
+        "resumed": resume,
+        "seconds": round(time.time() - start, 3),
+        "overrides": list(run.overrides),
+    }
+    (run_dir / DONE_FILENAME).write_text(json.dumps(summary, indent=2) + "\n")
+    return summary
+
+
+def _gpu_count() -> int:
+    """GPUs visible to child processes, without initialising JAX in this process."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        return len([d for d in visible.split(",") if d.strip()])
+    if shutil.which("nvidia-smi") is None:
+        return 0
+    try:
+        out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return 0
+    return sum(line.startswith("GPU ") for line in out.stdout.splitlines())
+
+
+def _child_command(sweep: Sweep, run: SweepRun) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "curiosity_search.eval.sweep",
+        str(sweep.file),
+        "--run",
+        run.name,
+        "--workdir",
+        str(sweep.root),
+    ]
+
+
+def _run_parallel(
+    sweep: Sweep,
+    runs: Sequence[SweepRun],
+    jobs: int,
+    out: Callable[[str], None],
+    command: Callable[[Sweep, SweepRun], list[str]] = _child_command,
+) -> list[str]:
+    """Runs J child processes at a time; returns the names of failed runs."""
+    gpus = _gpu_count()
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "")
+    devices = [d.strip() for d in visible.split(",") if d.strip()] or [str(i) for i in range(gpus)]
+    pending, running, failed = list(runs), {}, []
+    free_slots = list(range(jobs))
+    while pending or running:
+        while pending and free_slots:
+            slot, run = free_slots.pop(0), pending.pop(0)
+            env = dict(os.environ)
+            if devices:
+                env["CUDA_VISIBLE_DEVICES"] = devices[slot % len(devices)]
+            sweep.run_dir(run).parent.mkdir(parents=True, exist_ok=True)
+            log = open(sweep.root / f"{run.name}.{LOG_FILENAME}", "a")  # noqa: SIM115
+            process = subprocess.Popen(
+                command(sweep, run), stdout=log, stderr=subprocess.STDOUT, env=env
+            )
+            running[process] = (slot, run, log)
+            out(f"started {run.name} (slot {slot}, pid {process.pid})")
+        time.sleep(0.2)
+        for process in [p for p in running if p.poll() is not None]:
+            slot, run, log = running.pop(process)
+            log.close()
+            free_slots.append(slot)
+            ok = process.returncode == 0 and run_status(sweep.run_dir(run)) == "done"
+            out(f"{'finished' if ok else 'FAILED'} {run.name} (exit {process.returncode})")
+            if not ok:
+                failed.append(run.name)
+    return failed
+
+
+def run_sweep(
+    sweep: Sweep,
+    *,
+    shard_spec: tuple[int, int] = (0, 1),
+    jobs: int = 1,
+    dry_run: bool = False,
+    train_fn: TrainFn | None = None,
+    evaluate_fn: EvaluateFn | None = None,
+    out: Callable[[str], None] = print,
+) -> list[str]:
+    """Runs this shard's unfinished runs; returns the names of failed runs.
+
+    ``dry_run`` validates every config of the shard and lists the runs with their
+    status instead. ``jobs > 1`` uses child processes (``train_fn`` / ``evaluate_fn``
+    apply to ``jobs == 1`` only).
+    """
+    runs = shard(sweep.runs, *shard_spec)
+    if dry_run:
+        for run in runs:
+            sweep.config(run)
+            status = run_status(sweep.run_dir(run))
+            out(f"{status:8s} {run.name:32s} {' '.join(run.grid_overrides)}")
+        out(
+            f"{len(runs)} run(s) in shard {shard_spec[0]}/{shard_spec[1]} of {sweep.name} "
+            f"({len(sweep.runs)} in all), root {sweep.root}"
+        )
+        if sweep.common:
+            out(f"every run also sets: {' '.join(sweep.common)}")
+        return []
+    todo = [run for run in runs if run_status(sweep.run_dir(run)) != "done"]
+    out(
+        f"{sweep.name}: {len(todo)} of {len(runs)} run(s) to do in shard "
+        f"{shard_spec[0]}/{shard_spec[1]}"
+    )
+    for run in todo:
+        sweep.config(run)  # fail fast on a bad config before any training
+    if jobs > 1:
+        return _run_parallel(sweep, todo, jobs, out)
+    failed = []
+    for run in todo:
+        out(f"{run_status(sweep.run_dir(run))} -> running {run.name}")
+        try:
+            summary = execute_run(sweep, run, train_fn=train_fn, evaluate_fn=evaluate_fn)
+        except Exception as error:  # noqa: BLE001 - one crashed run must not stop the sweep
+            out(f"FAILED {run.name}: {type(error).__name__}: {error}")
+            failed.append(run.name)
+            continue
+        out(f"done {run.name}: {summary['status']}, {summary['seconds']:.0f} s")
+    return failed
+
+
+def sweep_main(args: argparse.Namespace) -> int:
+    """``curiosity-search sweep FILE [--dry-run] [--shard I/N] [--jobs J] [--workdir DIR]``."""
+    sweep = load_sweep(args.file, getattr(args, "workdir", None))
+    failed = run_sweep(
+        sweep,
+        shard_spec=parse_shard(getattr(args, "shard", None)),
+        jobs=int(getattr(args, "jobs", 1) or 1),
+        dry_run=bool(getattr(args, "dry_run", False)),
+    )
+    if failed:
+        print(f"{len(failed)} run(s) failed: {', '.join(failed)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Child entry point: ``python -m curiosity_search.eval.sweep FILE --run NAME``."""
+    parser = argparse.ArgumentParser(prog="python -m curiosity_search.eval.sweep")
+    parser.add_argument("file", type=Path)
+    parser.add_argument("--run", required=True, help="the one run to train and evaluate")
+    parser.add_argument("--workdir", type=Path)
+    args = parser.parse_args(argv)
+    from curiosity_search.compilation_cache import enable_compilation_cache
+
+    enable_compilation_cache()
+    sweep = load_sweep(args.file, args.workdir)
+    summary = execute_run(sweep, sweep.get(args.run))
+    print(json.dumps(summary))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

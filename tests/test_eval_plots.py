@@ -1,0 +1,105 @@
+"""Plots from synthetic run directories: every figure and table is written."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from curiosity_search.eval.frontier import fit_frontier, frontier
+from curiosity_search.eval.plots import load_runs, make_plots, plot_main
+
+
+def _fake_run(root: Path, board: int, algorithm: str, seed: int, rng) -> None:
+    run = f"hex{board}-{algorithm}-seed{seed}"
+    run_dir = root / run
+    run_dir.mkdir(parents=True)
+    (run_dir / "config.yaml").write_text(
+        f"algorithm: {algorithm}\nseed: {seed}\nenv: {{name: hex, size: {board}}}\n"
+        "network: {trunk: mlp, blocks: 2, width: 64}\n"
+    )
+    rows, metrics = [], []
+    for it in range(1, 6):
+        flops = 1e10 * board**2 * 3**it
+        metrics.append({"iteration": it, "train_flops": flops, "wall_time_s": 10.0 * it,
+                        "train/policy_entropy_bits": 3.0 / it, "train/value_entropy_bits": -it})
+        for role, sims in (("apprentice", 0), ("expert", 16)):
+            strength = min(0.5, 0.1 * it + (0.05 if role == "expert" else 0))
+            for opponent, p, ref in (("solver", strength, 1), ("random", 0.5 + strength, 0)):
+                games = 32
+                wins = int(rng.binomial(games, p))
+                rows.append({"run": run, "algorithm": algorithm, "board_size": board,
+                             "network": "mlp2x64", "seed": seed, "iteration": it,
+                             "train_flops": flops, "wall_time_s": 10.0 * it, "role": role,
+                             "simulations": sims, "reference": ref,
+                             "player_a": f"{run}@{it}:{sims}", "player_b": opponent,
+                             "games": games, "wins": wins, "draws": 0, "losses": games - wins,
+                             "score": wins / games})
+    with open(run_dir / "eval.csv", "w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    (run_dir / "metrics.jsonl").write_text("".join(json.dumps(m) + "\n" for m in metrics))
+
+
+@pytest.fixture
+def sweep_dir(tmp_path: Path) -> Path:
+    rng = np.random.default_rng(0)
+    for board in (3, 4):
+        for algorithm in ("gumbel", "curiosity"):
+            for seed in (0, 1):
+                _fake_run(tmp_path / "sweep", board, algorithm, seed, rng)
+    return tmp_path / "sweep"
+
+
+def test_plots_write_every_figure_and_table(sweep_dir: Path, tmp_path: Path) -> None:
+    out = tmp_path / "figures"
+    paths = make_plots([sweep_dir], out)
+    names = {p.name for p in paths}
+    for stem in ("win_rate_vs_flops", "curiosity_vs_gumbel", "entropy_vs_flops", "elo_vs_compute"):
+        assert f"{stem}.png" in names and f"{stem}.csv" in names
+        assert (out / f"{stem}.png").stat().st_size > 5000
+    assert "frontier_fit.csv" in names
+    with open(out / "win_rate_vs_flops.csv") as handle:
+        curves = list(csv.DictReader(handle))
+    # 2 boards x 2 algorithms x 2 roles x 5 iterations, seeds pooled.
+    assert len(curves) == 40 and {c["runs"] for c in curves} == {"2"}
+    with open(out / "elo_vs_compute.csv") as handle:
+        elo = list(csv.DictReader(handle))
+    assert all(float(r["elo"]) < 200 for r in elo)  # anchored at the solver, nobody beats it
+    with open(out / "frontier_fit.csv") as handle:
+        fits = list(csv.DictReader(handle))
+    assert {f["board_size"] for f in fits} == {"3", "4"}
+    assert all(float(f["slope"]) > 0 for f in fits)
+
+
+def test_plot_main_defaults_to_first_dir(sweep_dir: Path) -> None:
+    class Args:
+        dirs = [sweep_dir]
+        out = None
+
+    assert plot_main(Args()) == 0
+    assert (sweep_dir / "elo_vs_compute.png").exists()
+    assert (sweep_dir / "PLOTS_COMMAND.txt").exists()
+
+
+def test_load_runs_labels_metrics_from_config(sweep_dir: Path) -> None:
+    eval_rows, metric_rows = load_runs([sweep_dir])
+    assert len(eval_rows) == 8 * 5 * 4 and len(metric_rows) == 8 * 5
+    assert {str(m["board_size"]) for m in metric_rows} == {"3", "4"}
+
+
+def test_frontier_fit_recovers_a_known_curve() -> None:
+    rng = np.random.default_rng(1)
+    compute = np.logspace(10, 16, 80)
+    truth = np.minimum(0, np.maximum(300 * (np.log10(compute) - 15), -900))
+    fit = fit_frontier(compute, truth + rng.normal(0, 5, compute.size))
+    assert fit.slope == pytest.approx(300, rel=0.1)
+    assert fit.plateau == pytest.approx(-900, abs=60)
+    assert -fit.intercept / fit.slope == pytest.approx(15, abs=0.2)
+    index = frontier(compute, truth)
+    assert np.all(np.diff(truth[index]) > 0) and not math.isnan(fit.rmse)

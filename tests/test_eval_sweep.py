@@ -1,0 +1,175 @@
+"""Sweeps: grid expansion, sharding, dry runs, resume-skips-finished (fake train)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from curiosity_search.eval.sweep import (
+    DONE_FILENAME,
+    SweepError,
+    _run_parallel,
+    expand_grid,
+    load_sweep,
+    parse_shard,
+    run_status,
+    run_sweep,
+    shard,
+    sweep_main,
+)
+
+REPO = Path(__file__).resolve().parents[1]
+
+SWEEP = f"""
+name: tiny
+base:
+  extends: {REPO / "configs" / "quickstart.yaml"}
+  train: {{iterations: 3}}
+set: [checkpoint.every=1]
+grid:
+  board:
+    - {{name: hex3, set: [env.size=3]}}
+    - {{name: hex4, set: [env.size=4, train.iterations=5]}}
+  algorithm: [algorithm=gumbel, algorithm=curiosity]
+  seed: [seed=0, seed=1]
+evaluation:
+  reference: [solver, random]
+  opponents: [random]
+  games: 4
+"""
+
+
+@pytest.fixture
+def sweep_file(tmp_path: Path) -> Path:
+    path = tmp_path / "tiny.yaml"
+    path.write_text(SWEEP)
+    return path
+
+
+class FakeTrain:
+    """Records calls; raises for the runs named in ``crash``."""
+
+    def __init__(self, crash: tuple[str, ...] = ()):
+        self.calls: list[tuple[str, bool]] = []
+        self.crash = crash
+
+    def __call__(self, cfg, workdir, resume=False):
+        self.calls.append((cfg.name, resume))
+        (Path(workdir) / "config.yaml").write_text(f"name: {cfg.name}\n")
+        if cfg.name in self.crash:
+            raise RuntimeError("simulated crash")
+        return None
+
+
+def _no_eval(run_dir, plan) -> None:
+    (Path(run_dir) / "eval.csv").write_text("run\n")
+
+
+def test_expansion_names_overrides_and_configs(sweep_file: Path, tmp_path: Path) -> None:
+    sweep = load_sweep(sweep_file, tmp_path / "out")
+    names = [r.name for r in sweep.runs]
+    assert len(names) == 8 and names == sorted(names)
+    assert "hex4-curiosity-seed1" in names
+    run = sweep.get("hex4-curiosity-seed1")
+    assert run.overrides == (
+        "checkpoint.every=1", "env.size=4", "train.iterations=5", "algorithm=curiosity",
+        "seed=1", "name=hex4-curiosity-seed1",
+    )  # fmt: skip
+    cfg = sweep.config(run)
+    assert (cfg.env.size, cfg.algorithm, cfg.seed, cfg.train.iterations) == (4, "curiosity", 1, 5)
+    assert sweep.config(sweep.get("hex3-gumbel-seed0")).train.iterations == 3  # inline base
+    assert cfg.search.rule == "curiosity"  # the algorithm bundle follows the override
+    assert sweep.evaluation.games == 4 and sweep.root == tmp_path / "out"
+
+
+def test_entry_forms_and_errors() -> None:
+    runs = expand_grid({"lr": ["optimizer.learning_rate=0.001"], "net": [["network.width=8"]]})
+    assert [r.name for r in runs] == ["lr0.001-net8"]
+    with pytest.raises(SweepError, match="repeat"):
+        expand_grid({"a": [{"name": "x", "set": ["seed=1"]}, {"name": "x", "set": ["seed=2"]}]})
+    with pytest.raises(SweepError, match="grid.a"):
+        expand_grid({"a": [{"nme": "x"}]})
+    with pytest.raises(SweepError, match="key.path=value"):
+        expand_grid({"a": [{"name": "x", "set": ["seed"]}]})
+
+
+def test_load_errors_name_the_key(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("base: x.yaml\ngird: {}\n")
+    with pytest.raises(SweepError, match="gird"):
+        load_sweep(bad)
+    bad.write_text(SWEEP.replace("games: 4", "games: 0"))
+    with pytest.raises(SweepError, match="evaluation.games"):
+        load_sweep(bad)
+
+
+def test_shards_partition_the_sorted_runs(sweep_file: Path) -> None:
+    runs = load_sweep(sweep_file).runs
+    parts = [shard(runs, i, 3) for i in range(3)]
+    assert [len(p) for p in parts] == [3, 3, 2]
+    assert sorted(r.name for p in parts for r in p) == [r.name for r in runs]
+    assert [r.name for r in parts[1]] == [runs[1].name, runs[4].name, runs[7].name]
+    assert parse_shard("2/3") == (2, 3)
+    for bad in ("3/3", "x/2", "-1/2"):
+        with pytest.raises(SweepError):
+            parse_shard(bad)
+
+
+def test_dry_run_lists_without_running(sweep_file: Path, tmp_path: Path) -> None:
+    lines: list[str] = []
+    sweep = load_sweep(sweep_file, tmp_path / "out")
+    fake = FakeTrain()
+    run_sweep(sweep, shard_spec=(1, 2), dry_run=True, train_fn=fake, out=lines.append)
+    assert len([ln for ln in lines if ln.startswith("new")]) == 4
+    assert fake.calls == [] and not (tmp_path / "out").exists()
+
+
+def test_resume_skips_finished_and_resumes_crashed(sweep_file: Path, tmp_path: Path) -> None:
+    sweep = load_sweep(sweep_file, tmp_path / "out")
+    crashed = "hex3-gumbel-seed1"
+    first = FakeTrain(crash=(crashed,))
+    failed = run_sweep(sweep, train_fn=first, evaluate_fn=_no_eval, out=lambda s: None)
+    assert failed == [crashed]
+    assert len(first.calls) == 8 and not any(resume for _, resume in first.calls)
+    assert run_status(sweep.run_dir(sweep.get(crashed))) == "partial"
+    done = [r for r in sweep.runs if r.name != crashed]
+    assert all((sweep.run_dir(r) / DONE_FILENAME).exists() for r in done)
+
+    second = FakeTrain()
+    assert run_sweep(sweep, train_fn=second, evaluate_fn=_no_eval, out=lambda s: None) == []
+    assert second.calls == [(crashed, True)]  # only the crashed run, resumed
+    third = FakeTrain()
+    run_sweep(sweep, train_fn=third, evaluate_fn=_no_eval, out=lambda s: None)
+    assert third.calls == []
+
+
+def test_parallel_jobs_run_child_processes(sweep_file: Path, tmp_path: Path) -> None:
+    sweep = load_sweep(sweep_file, tmp_path / "out")
+    script = (
+        "import pathlib, sys; p = pathlib.Path(sys.argv[1]); p.mkdir(parents=True); "
+        "(p / 'DONE').write_text('{}') if 'seed0' in p.name else sys.exit(3)"
+    )
+
+    def command(sweep, run):
+        return [sys.executable, "-c", script, str(sweep.run_dir(run))]
+
+    lines: list[str] = []
+    runs = shard(sweep.runs, 0, 2)
+    failed = _run_parallel(sweep, runs, 3, lines.append, command=command)
+    assert sorted(failed) == sorted(r.name for r in runs if "seed1" in r.name)
+    assert all(run_status(sweep.run_dir(r)) == "done" for r in runs if "seed0" in r.name)
+    assert sum(ln.startswith("started") for ln in lines) == len(runs)
+
+
+def test_sweep_main_dry_run(sweep_file: Path, tmp_path: Path, capsys) -> None:
+    class Args:
+        file = sweep_file
+        dry_run = True
+        shard = (0, 4)
+        jobs = 1
+        workdir = tmp_path / "root"
+
+    assert sweep_main(Args()) == 0
+    assert "2 run(s) in shard 0/4 of tiny" in capsys.readouterr().out
