@@ -7,7 +7,7 @@ import mctx
 import numpy as np
 import pytest
 
-from curiosity_search.search import gumbel_policy, puct_policy
+from curiosity_search.search import gumbel_policy, puct_policy, tree_nbytes
 from curiosity_search.search.stubs import HashModel
 
 NUM_ACTIONS = 6
@@ -33,6 +33,7 @@ def _assert_same(ours, theirs):
     np.testing.assert_array_equal(ours.action, theirs.action)
     for leaf in jax.tree.leaves((ours.action_weights, ours_tree.node_values)):
         assert np.all(np.isfinite(leaf))
+    assert tree_nbytes(ours_tree) < tree_nbytes(theirs_tree)
 
 
 # (discount, reward_scale, max_depth, num_simulations): two-player with rewards, and a

@@ -63,6 +63,7 @@ from curiosity_search.search.qtransforms import (
     qtransform_by_min_max,
     qtransform_by_parent_and_siblings,
     qtransform_completed_by_mix_value,
+    qtransform_completed_by_parent_value,
 )
 from curiosity_search.search.search import backup_values, search, walk_to_root
 from curiosity_search.search.tree import Tree, tree_nbytes
@@ -87,6 +88,7 @@ __all__ = [
     "qtransform_by_min_max",
     "qtransform_by_parent_and_siblings",
     "qtransform_completed_by_mix_value",
+    "qtransform_completed_by_parent_value",
     "search",
     "tree_nbytes",
     "uct_p_nn_selection",

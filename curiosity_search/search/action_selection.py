@@ -109,20 +109,22 @@ def uct_p_nn_selection(
     *,
     c_b: float = 0.5,
     w_a: float = 100.0,
-    qtransform: QTransform = qtransforms.qtransform_by_parent_and_siblings,
+    qtransform: QTransform = qtransforms.qtransform_completed_by_parent_value,
     tie_break: str = "deterministic",
     at_root: bool = False,
 ) -> chex.Array:
     """Expert Iteration's UCT-P-NN: argmax UCT(s, a) + w_a P(a) / (N(a) + 1).
 
-    UCT(s, a) = q~(a) + c_b sqrt(log N(s) / max(N(a), 1)), with q~ the normalized
-    Q (in [0, 1], like ExIt's win rates) and N(s) the node's visit count.
+    UCT(s, a) = Q(s, a) + c_b sqrt(log N(s) / max(N(a), 1)), with N(s) the node's visit
+    count (1 + the sum of its children's visits) and Q from ``qtransform``.
 
-    Unvisited children: q~ is the minimum (mctx's completion: the child scores as the
-    worst sibling until visited) and the UCT bonus uses max(N(a), 1), i.e. it is
-    finite. Plain UCT's infinite bonus would force every child to be tried before any
-    is revisited; here the prior term w_a P(a) / (N(a) + 1) orders the unvisited
-    children and decays as they are visited. Returns ``[]``.
+    Unvisited children (the choice this rule needs made): by default Q is completed by
+    the node's own value V(s) (``qtransform_completed_by_parent_value``, raw values,
+    like ExIt's win rates; with values in [-1, 1] c_b is twice ExIt's c_b for [0, 1]),
+    and the UCT bonus uses max(N(a), 1), i.e. it is finite. Plain UCT's infinite bonus
+    would force every child to be tried before any is revisited; here an unvisited
+    child competes as "as good as the parent" with the full prior term
+    w_a P(a) / (N(a) + 1), which decays as it is visited. Returns ``[]``.
     """
     del depth
     visit_counts = tree.node_children_visits(node_index)

@@ -198,7 +198,7 @@ def exit_policy(
     max_depth: int | None = None,
     loop_fn: LoopFn = jax.lax.fori_loop,
     *,
-    qtransform: QTransform = qtransforms.qtransform_by_parent_and_siblings,
+    qtransform: QTransform = qtransforms.qtransform_completed_by_parent_value,
     c_b: chex.Numeric = 0.5,
     w_a: chex.Numeric = 100.0,
     dirichlet_fraction: chex.Numeric = 0.0,
@@ -209,7 +209,8 @@ def exit_policy(
 ) -> PolicyOutput:
     """Expert Iteration search with UCT-P-NN selection, acting by visit counts.
 
-    Score: q~(a) + c_b sqrt(log N(s) / max(N(a), 1)) + w_a P(a) / (N(a) + 1) (see
+    Score: Q(a) + c_b sqrt(log N(s) / max(N(a), 1)) + w_a P(a) / (N(a) + 1), unvisited
+    Q completed by V(s) (see
     ``action_selection.uct_p_nn_selection``). Arguments as ``puct_policy``; no root
     noise by default. action_weights ``[B, A]`` are the root visit distribution (the
     tree-policy target, TPT).

@@ -41,6 +41,19 @@ def qtransform_by_parent_and_siblings(
     return (completed_by_min - min_value) / jnp.maximum(max_value - min_value, epsilon)
 
 
+def qtransform_completed_by_parent_value(tree: Tree, node_index: chex.Array) -> chex.Array:
+    """Raw Q-values; unvisited children completed by the node's own search value. ``[A]``.
+
+    Not normalized: the value scale of the model is kept (ExIt's UCT on win rates).
+    Completing with the parent's value (a "first-play urgency" equal to V(s)) makes an
+    unvisited child neither the worst sibling (which locks PUCT-style rules onto the
+    first visited child when values are pessimistic) nor an automatic first pick.
+    """
+    qvalues = tree.node_qvalues(node_index)
+    visits = tree.node_children_visits(node_index)
+    return jnp.where(visits > 0, qvalues, tree.node_values[node_index])
+
+
 def mixed_value(
     raw_value: chex.Array,
     qvalues: chex.Array,

@@ -200,7 +200,8 @@ def uct_p_nn_rule(tree: ReferenceTree, i: int, depth: int, *, c_b: float = 0.5,
                   w_a: float = 100.0) -> int:
     node = tree.nodes[i]
     visits = tree.children_visits(i)
-    uct = q_min_max_parent_siblings(tree, i) + c_b * np.sqrt(
+    q = np.where(visits > 0, tree.qvalues(i), node.value)
+    uct = q + c_b * np.sqrt(
         math.log(node.visits) / np.maximum(visits, 1)
     )
     score = uct + w_a * softmax(node.prior_logits) / (visits + 1)
