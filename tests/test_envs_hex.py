@@ -146,8 +146,10 @@ def test_illegal_moves_end_the_game_as_in_pgx():
     ours, theirs = make("hex", size=11, swap=True), pgx.make("hex")
     key = jax.random.key(1)
 
+    steppers = {ours: jax.jit(ours.step), theirs: jax.jit(theirs.step)}
+
     def play(env, actions):
-        state, step = env.init(key), jax.jit(env.step)
+        state, step = env.init(key), steppers[env]
         out = []
         for a in actions:
             state = step(state, jnp.int32(a))
@@ -168,22 +170,23 @@ def test_illegal_moves_end_the_game_as_in_pgx():
 def test_swap_false_never_offers_swap():
     env = make("hex", size=5, swap=False)
     assert env.num_actions == 26 and env.observation_shape == (5, 5, 4)
-    states = jax.device_get(_random_trajectories(env, jax.random.key(7), num_games=64))
+    states = jax.device_get(_random_trajectories(env, jax.random.key(7), num_games=60))
     live = ~states.terminated
     assert not states.legal_action_mask[..., 25][live].any()
     assert not states.observation[..., 3].any()
     init = env.init(jax.random.key(0))
     assert not bool(init.legal_action_mask[25])
-    after_one = env.step(init, jnp.int32(12))
+    step = jax.jit(env.step)
+    after_one = step(init, jnp.int32(12))
     assert not bool(after_one.legal_action_mask[25])
     assert not bool(after_one.observation[..., 3].any())
     # with swap, the move and its observation plane are offered at ply 1 only
     env_swap = make("hex", size=5, swap=True)
-    after_one = env_swap.step(env_swap.init(jax.random.key(0)), jnp.int32(12))
+    after_one = jax.jit(env_swap.step)(env_swap.init(jax.random.key(0)), jnp.int32(12))
     assert bool(after_one.legal_action_mask[25]) and bool(after_one.observation[..., 3].all())
     # an (illegal) swap attempt without swap ends the game and leaves the stones alone
-    after_one = env.step(init, jnp.int32(12))
-    penalised = env.step(after_one, jnp.int32(25))
+    after_one = step(init, jnp.int32(12))
+    penalised = step(after_one, jnp.int32(25))
     assert bool(penalised.terminated)
     assert float(penalised.rewards[after_one.current_player]) == -1.0
     np.testing.assert_array_equal(penalised._x.board, -after_one._x.board)
