@@ -1,0 +1,181 @@
+"""Search throughput and tree memory: our rules against mctx's policies, same model.
+
+The model is pgx Hex 11x11 (``pgx.make("hex")``; its ``step`` is the dynamics) plus a
+2-layer MLP over the observation with fixed random parameters: the same
+``recurrent_fn`` for every search, in one process. Each (batch, simulations) point
+compiles each policy once, warms it up, then times ``repeats`` searches.
+
+``bench_search`` writes ``results/bench/search_<device>.csv`` and prints the ratios
+against ``mctx.muzero_policy`` (for PUCT-style rules) and ``mctx.gumbel_muzero_policy``
+(for Gumbel), and the tree memory (bytes of all tree arrays, embeddings included).
+"""
+
+from __future__ import annotations
+
+import csv
+import functools
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import mctx
+import pgx
+
+from curiosity_search.search import policies
+from curiosity_search.search.base import RecurrentFnOutput, RootFnOutput
+from curiosity_search.search.tree import tree_nbytes
+
+# name -> (policy, the mctx policy it is compared with)
+OURS: dict[str, tuple[Callable[..., Any], str]] = {
+    "puct": (policies.puct_policy, "mctx_muzero"),
+    "puct_alphago": (functools.partial(policies.puct_policy, formula="alphago"), "mctx_muzero"),
+    "exit": (policies.exit_policy, "mctx_muzero"),
+    "gumbel": (policies.gumbel_policy, "mctx_gumbel"),
+}
+MCTX: dict[str, Callable[..., Any]] = {
+    "mctx_muzero": mctx.muzero_policy,
+    "mctx_gumbel": mctx.gumbel_muzero_policy,
+}
+
+
+def make_hex_model(hidden: int = 64, seed: int = 0):
+    """Returns ``(params, root_fn, recurrent_fn)`` for pgx Hex 11x11 + an MLP.
+
+    root_fn(params, key, batch_size) -> (RootFnOutput, invalid_actions [B, A]).
+    """
+    env = pgx.make("hex")
+    num_actions = env.num_actions
+    obs_size = 11 * 11 * 4
+    k1, k2, k3 = jax.random.split(jax.random.PRNGKey(seed), 3)
+    params = {
+        "w1": jax.random.normal(k1, (obs_size, hidden)) / jnp.sqrt(obs_size),
+        "w2": jax.random.normal(k2, (hidden, hidden)) / jnp.sqrt(hidden),
+        "w_out": jax.random.normal(k3, (hidden, num_actions + 1)) / jnp.sqrt(hidden),
+    }
+
+    def forward(params, state):
+        x = state.observation.reshape(state.observation.shape[0], -1).astype(jnp.float32)
+        x = jax.nn.relu(x @ params["w1"])
+        x = jax.nn.relu(x @ params["w2"])
+        out = x @ params["w_out"]
+        logits = out[:, :num_actions]
+        logits = jnp.where(state.legal_action_mask, logits, jnp.finfo(logits.dtype).min)
+        return logits, jnp.tanh(out[:, -1])
+
+    def recurrent_fn(params, rng_key, action, state):
+        del rng_key
+        player = state.current_player
+        state = jax.vmap(env.step)(state, action)
+        logits, value = forward(params, state)
+        batch = jnp.arange(action.shape[0])
+        reward = state.rewards[batch, player]
+        value = jnp.where(state.terminated, 0.0, value)
+        discount = jnp.where(state.terminated, 0.0, -1.0)
+        return RecurrentFnOutput(
+            reward=reward, discount=discount, prior_logits=logits, value=value
+        ), state
+
+    def root_fn(params, key, batch_size):
+        state = jax.vmap(env.init)(jax.random.split(key, batch_size))
+        logits, value = forward(params, state)
+        root = RootFnOutput(prior_logits=logits, value=value, embedding=state)
+        return root, ~state.legal_action_mask
+
+    return params, root_fn, recurrent_fn
+
+
+def _time(fn, *args, repeats: int) -> float:
+    jax.block_until_ready(fn(*args))  # compile + warm up
+    start = time.perf_counter()
+    for _ in range(repeats):
+        jax.block_until_ready(fn(*args))
+    return (time.perf_counter() - start) / repeats
+
+
+def bench_search(
+    batch_sizes: Sequence[int] = (64, 256),
+    num_simulations: Sequence[int] = (32, 128),
+    rules: Sequence[str] = ("puct", "gumbel", "exit", "puct_alphago"),
+    repeats: int = 3,
+    hidden: int = 64,
+    out_dir: str | Path | None = "results/bench",
+    print_fn: Callable[[str], None] | None = print,
+) -> list[dict[str, Any]]:
+    """Measures simulations per second and tree bytes for our rules and mctx's policies.
+
+    Args:
+      batch_sizes, num_simulations: the grid (each point compiles every policy once).
+      rules: names in ``OURS``; their mctx counterparts are always measured.
+      repeats: timed searches per point after one warm-up call.
+      hidden: MLP width.
+      out_dir: where ``search_<device>.csv`` goes (None: no file).
+      print_fn: progress and ratio lines (None: silent).
+
+    Returns:
+      One row per (policy, batch, simulations): ``policy``, ``baseline``, ``batch``,
+      ``num_simulations``, ``seconds``, ``sims_per_sec``, ``tree_bytes``,
+      ``speed_ratio`` and ``memory_ratio`` (ours / baseline; 1 for mctx rows), ``device``.
+    """
+    say = print_fn or (lambda _: None)
+    device = jax.devices()[0].platform
+    params, root_fn, recurrent_fn = make_hex_model(hidden)
+    baselines = sorted({OURS[r][1] for r in rules})
+    rows: list[dict[str, Any]] = []
+    for batch in batch_sizes:
+        root, invalid = jax.jit(root_fn, static_argnums=2)(params, jax.random.PRNGKey(1), batch)
+        for sims in num_simulations:
+            measured: dict[str, dict[str, Any]] = {}
+            for name in [*baselines, *rules]:
+                policy = MCTX[name] if name in MCTX else OURS[name][0]
+                run = jax.jit(
+                    lambda p, k, r, i, policy=policy, sims=sims: policy(
+                        p, k, r, recurrent_fn, sims, invalid_actions=i
+                    )
+                )
+                seconds = _time(run, params, jax.random.PRNGKey(2), root, invalid,
+                                repeats=repeats)
+                tree = run(params, jax.random.PRNGKey(2), root, invalid).search_tree
+                row = {
+                    "policy": name,
+                    "baseline": name if name in MCTX else OURS[name][1],
+                    "batch": batch,
+                    "num_simulations": sims,
+                    "seconds": seconds,
+                    "sims_per_sec": batch * sims / seconds,
+                    "tree_bytes": tree_nbytes(tree),
+                    "device": device,
+                }
+                base = measured.get(row["baseline"], row)
+                row["speed_ratio"] = row["sims_per_sec"] / base["sims_per_sec"]
+                row["memory_ratio"] = row["tree_bytes"] / base["tree_bytes"]
+                measured[name] = row
+                rows.append(row)
+                say(
+                    f"B={batch:4d} sims={sims:4d} {name:13s} {row['sims_per_sec']:10.0f} sims/s"
+                    f"  x{row['speed_ratio']:.2f} vs {row['baseline']}"
+                    f"  tree {row['tree_bytes'] / 2**20:7.2f} MiB (x{row['memory_ratio']:.2f})"
+                )
+    if out_dir is not None:
+        path = Path(out_dir) / f"search_{device}.csv"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("w", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+            writer.writeheader()
+            writer.writerows(rows)
+        say(f"wrote {path}")
+    return rows
+
+
+if __name__ == "__main__":
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--batch", type=int, nargs="+", default=[64, 256])
+    parser.add_argument("--sims", type=int, nargs="+", default=[32, 128])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--out-dir", default="results/bench")
+    args = parser.parse_args()
+    bench_search(args.batch, args.sims, repeats=args.repeats, out_dir=args.out_dir)
