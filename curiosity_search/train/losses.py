@@ -1,0 +1,160 @@
+"""Losses and prediction-entropy metrics for one training batch.
+
+- Policy: cross-entropy ``-sum_a target(a) log pi(a)`` over legal actions, in nats
+  (TPT when the target is the visit distribution, CAT when it is one-hot).
+- Value, scalar head: mean squared error to the value target (outcome ``z`` or search
+  value), as AlphaZero.
+- Value, belief head (Beta K=2 / Dirichlet K=3 concentrations):
+    * search-belief targets: ``KL(Dir(target) || Dir(predicted))`` in bits (the blog's
+      loss; it trains both the mean and the concentration).
+    * outcome / search-value targets: the negative log-likelihood, in bits, of the
+      categorical outcome under the Dirichlet-multinomial predictive,
+      ``-sum_k p_k log(alpha_k / alpha_0)``, with ``p`` = ``outcome_probabilities(z)``
+      (one-hot for a decided game). The KL to a Dirac target is infinite (a Dirac has
+      differential entropy -inf), so the likelihood is the finite, proper choice; it
+      trains the predictive mean only: one outcome per position says nothing about how
+      confident the belief should be.
+- Action-value beliefs (curiosity with ``action_values``): KL in bits from each
+  expanded root child's search belief, averaged over the expanded children.
+Every per-position loss is averaged over the batch entries with ``valid == True``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+from jax.scipy.special import digamma, gammaln
+
+from curiosity_search.train.replay import Positions
+from curiosity_search.train.targets import outcome_probabilities
+
+LN2 = math.log(2.0)
+_MASKED = -1e9
+
+
+def kl_dirichlet_bits(target: jax.Array, predicted: jax.Array) -> jax.Array:
+    """``KL(Dir(target) || Dir(predicted))`` in bits, over the last axis.
+
+    Args:
+      target: ``[..., K]`` positive concentrations.
+      predicted: ``[..., K]`` positive concentrations.
+
+    Returns:
+      ``[...]`` non-negative KL divergences in bits.
+    """
+    target_total = jnp.sum(target, axis=-1)
+    predicted_total = jnp.sum(predicted, axis=-1)
+    kl = (
+        gammaln(target_total)
+        - jnp.sum(gammaln(target), axis=-1)
+        - gammaln(predicted_total)
+        + jnp.sum(gammaln(predicted), axis=-1)
+        + jnp.sum(
+            (target - predicted) * (digamma(target) - digamma(target_total)[..., None]), axis=-1
+        )
+    )
+    return kl / LN2
+
+
+def dirichlet_entropy_bits(concentration: jax.Array) -> jax.Array:
+    """Differential entropy of ``Dir(concentration)`` in bits, ``[..., K] -> [...]``."""
+    num_outcomes = concentration.shape[-1]
+    total = jnp.sum(concentration, axis=-1)
+    log_beta = jnp.sum(gammaln(concentration), axis=-1) - gammaln(total)
+    entropy = (
+        log_beta
+        + (total - num_outcomes) * digamma(total)
+        - jnp.sum((concentration - 1.0) * digamma(concentration), axis=-1)
+    )
+    return entropy / LN2
+
+
+def _masked_mean(values: jax.Array, weights: jax.Array) -> jax.Array:
+    return jnp.sum(values * weights) / jnp.maximum(jnp.sum(weights), 1.0)
+
+
+def compute_losses(
+    output: Any,
+    batch: Positions,
+    *,
+    policy_weight: float,
+    value_weight: float,
+    action_value_weight: float,
+) -> tuple[jax.Array, dict[str, jax.Array]]:
+    """Total loss and metrics for network ``output`` on ``batch``.
+
+    Args:
+      output: ``NetworkOutput`` for ``batch.observation``: ``policy_logits [N, A]``,
+        ``value [N]``, ``value_belief [N, K]`` or None, ``action_beliefs [N, A, K]`` or
+        None.
+      batch: ``Positions`` ``[N]``.
+      policy_weight, value_weight, action_value_weight: loss weights (static floats).
+
+    Returns:
+      ``(loss [], metrics)`` with scalar metrics ``loss``, ``policy_loss``,
+      ``value_loss``, ``value_mse``, ``policy_entropy_bits``, and for belief heads
+      ``value_entropy_bits``; ``action_value_loss`` when trained.
+    """
+    weights = batch.valid.astype(jnp.float32)  # [N]
+    legal = batch.legal_action_mask
+    logits = jnp.where(legal, output.policy_logits.astype(jnp.float32), _MASKED)
+    log_policy = jnp.where(legal, jax.nn.log_softmax(logits, axis=-1), 0.0)  # [N, A]
+    policy_loss = _masked_mean(-jnp.sum(batch.policy_target * log_policy, axis=-1), weights)
+    policy_entropy = -jnp.sum(jnp.exp(log_policy) * log_policy * legal, axis=-1) / LN2
+
+    value = output.value.astype(jnp.float32)
+    value_mse = _masked_mean(jnp.square(value - batch.value_target), weights)
+    metrics: dict[str, jax.Array] = {
+        "policy_loss": policy_loss,
+        "value_mse": value_mse,
+        "policy_entropy_bits": _masked_mean(policy_entropy, weights),
+    }
+
+    belief = output.value_belief
+    if belief is None:
+        value_loss = value_mse
+    else:
+        belief = belief.astype(jnp.float32)
+        if batch.belief_target is not None:
+            per_position = kl_dirichlet_bits(batch.belief_target, belief)
+        else:
+            probabilities = outcome_probabilities(batch.value_target, belief.shape[-1])
+            log_mean = jnp.log(belief) - jnp.log(jnp.sum(belief, axis=-1, keepdims=True))
+            per_position = -jnp.sum(probabilities * log_mean, axis=-1) / LN2
+        value_loss = _masked_mean(per_position, weights)
+        metrics["value_entropy_bits"] = _masked_mean(dirichlet_entropy_bits(belief), weights)
+    metrics["value_loss"] = value_loss
+
+    loss = policy_weight * policy_loss + value_weight * value_loss
+    if batch.action_belief_target is not None and output.action_beliefs is not None:
+        child_mask = batch.action_belief_mask.astype(jnp.float32) * weights[:, None]  # [N, A]
+        child_kl = kl_dirichlet_bits(
+            batch.action_belief_target, output.action_beliefs.astype(jnp.float32)
+        )  # [N, A]
+        action_value_loss = jnp.sum(child_kl * child_mask) / jnp.maximum(jnp.sum(child_mask), 1.0)
+        metrics["action_value_loss"] = action_value_loss
+        loss = loss + action_value_weight * action_value_loss
+    metrics["loss"] = loss
+    return loss, metrics
+
+
+def make_loss_fn(
+    apply_fn: Callable[[Any, jax.Array], Any], train_cfg: Any
+) -> Callable[[Any, Positions], tuple[jax.Array, dict[str, jax.Array]]]:
+    """``loss_fn(params, batch [N]) -> (loss, metrics)`` with the config's weights bound."""
+
+    def loss_fn(params: Any, batch: Positions) -> tuple[jax.Array, dict[str, jax.Array]]:
+        output = apply_fn(params, batch.observation)
+        return compute_losses(
+            output,
+            batch,
+            policy_weight=train_cfg.policy_loss_weight,
+            value_weight=train_cfg.value_loss_weight,
+            action_value_weight=getattr(train_cfg, "action_value_loss_weight", 1.0),
+        )
+
+    return loss_fn

@@ -1,0 +1,223 @@
+"""Binds a network and an env into mctx-style root/recurrent functions and a search.
+
+The search tree's embedding is the env ``State`` itself (pgx games are cheap to step);
+the network is evaluated on the observation of every expanded node. Two-player
+zero-sum convention: a node's value is from the player to move there, the edge reward
+is from the player who moved, and ``discount = -1`` flips perspective (0 at terminals).
+
+``make_search(...)`` returns a function ``search(params, key, states) -> SearchResult``
+with the selection rule bound statically (``functools.partial``); the rule's float
+hyperparameters come from the config.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import mctx
+from flax import struct
+
+SearchFn = Callable[[Any, jax.Array, Any], "SearchResult"]
+
+
+@struct.dataclass
+class SearchResult:
+    """What self-play and agents need from one search over a batch of ``B`` roots.
+
+    Attributes:
+      action: ``[B]`` int32, the policy's own choice (Gumbel: sequential-halving winner;
+        PUCT: a visit-count sample; raw policy: argmax of the legal logits).
+      action_weights: ``[B, A]`` float32, the search policy (visit distribution,
+        Gumbel improved policy, curiosity P(best), or softmax of the raw logits);
+        zero on illegal actions.
+      root_value: ``[B]`` float32, the search value of the root, from the player to move.
+      network_value: ``[B]`` float32, the raw network value at the root.
+      visit_distribution: ``[B, A]`` float32, root visit counts normalised (the
+        tree-policy target); the softmax of the legal logits at 0 simulations.
+      root_belief: ``[B, K]`` search belief at the root (curiosity), else ``None``.
+      child_beliefs: ``[B, A, K]`` root children's beliefs (curiosity), else ``None``.
+      child_belief_mask: ``[B, A]`` bool, expanded root children, else ``None``.
+    """
+
+    action: jax.Array
+    action_weights: jax.Array
+    root_value: jax.Array
+    network_value: jax.Array
+    visit_distribution: jax.Array
+    root_belief: jax.Array | None = None
+    child_beliefs: jax.Array | None = None
+    child_belief_mask: jax.Array | None = None
+
+
+def masked_logits(logits: jax.Array, legal_action_mask: jax.Array) -> jax.Array:
+    """``[B, A]`` logits shifted to max 0 with illegal actions at the dtype's minimum."""
+    logits = logits - jnp.max(logits, axis=-1, keepdims=True)
+    return jnp.where(legal_action_mask, logits, jnp.finfo(logits.dtype).min)
+
+
+def make_root_fn(network: Any, env: Any) -> Callable[[Any, Any], mctx.RootFnOutput]:
+    """``root_fn(params, states [B]) -> RootFnOutput`` with the state as embedding."""
+    del env
+
+    def root_fn(params: Any, states: Any) -> mctx.RootFnOutput:
+        output = network.apply(params, states.observation)
+        return mctx.RootFnOutput(
+            prior_logits=masked_logits(output.policy_logits, states.legal_action_mask),
+            value=output.value.astype(jnp.float32),
+            embedding=states,
+        )
+
+    return root_fn
+
+
+def make_recurrent_fn(network: Any, env: Any) -> Callable[..., tuple[mctx.RecurrentFnOutput, Any]]:
+    """``recurrent_fn(params, key, action [B], states [B]) -> (RecurrentFnOutput, states)``."""
+
+    def recurrent_fn(
+        params: Any, key: jax.Array, action: jax.Array, states: Any
+    ) -> tuple[mctx.RecurrentFnOutput, Any]:
+        batch_size = action.shape[0]
+        mover = states.current_player
+        keys = jax.random.split(key, batch_size)
+        next_states = jax.vmap(env.step)(states, action, keys)
+        output = network.apply(params, next_states.observation)
+        reward = next_states.rewards[jnp.arange(batch_size), mover]
+        terminated = next_states.terminated
+        recurrent_output = mctx.RecurrentFnOutput(
+            reward=reward.astype(jnp.float32),
+            discount=jnp.where(terminated, 0.0, -1.0).astype(jnp.float32),
+            prior_logits=masked_logits(output.policy_logits, next_states.legal_action_mask),
+            value=jnp.where(terminated, 0.0, output.value).astype(jnp.float32),
+        )
+        return recurrent_output, next_states
+
+    return recurrent_fn
+
+
+def _search_module_policy(name: str, fallback: Callable[..., Any] | None) -> Callable[..., Any]:
+    """Our search kernel's policy ``name`` if it has landed, else mctx's ``fallback``."""
+    try:
+        from curiosity_search import search as search_module
+
+        return getattr(search_module, name)
+    except (ImportError, AttributeError):
+        if fallback is None:
+            raise NotImplementedError(f"curiosity_search.search.{name} is not available") from None
+        return fallback
+
+
+def make_policy(search_cfg: Any, *, self_play: bool) -> Callable[..., Any]:
+    """The search policy for ``search_cfg.rule`` with its hyperparameters bound.
+
+    Self-play adds exploration (PUCT root Dirichlet noise, Gumbel noise); evaluation
+    (``self_play=False``) turns it off so that agents are deterministic.
+    """
+    rule = search_cfg.rule
+    max_depth = getattr(search_cfg, "max_depth", None) or None
+    if rule == "puct":
+        policy = _search_module_policy("puct_policy", mctx.muzero_policy)
+        if getattr(search_cfg, "puct_form", "muzero") == "alphago":
+            pb_c_init, pb_c_base = search_cfg.c_puct, 1e30  # log term vanishes
+        else:
+            pb_c_init, pb_c_base = search_cfg.pb_c_init, search_cfg.pb_c_base
+        return functools.partial(
+            policy,
+            max_depth=max_depth,
+            dirichlet_fraction=search_cfg.dirichlet_fraction if self_play else 0.0,
+            dirichlet_alpha=search_cfg.dirichlet_alpha,
+            pb_c_init=pb_c_init,
+            pb_c_base=pb_c_base,
+            temperature=1.0,
+        )
+    if rule == "gumbel":
+        policy = _search_module_policy("gumbel_policy", mctx.gumbel_muzero_policy)
+        qtransform = functools.partial(
+            mctx.qtransform_completed_by_mix_value,
+            value_scale=search_cfg.c_scale,
+            maxvisit_init=search_cfg.c_visit,
+        )
+        return functools.partial(
+            policy,
+            max_depth=max_depth,
+            qtransform=qtransform,
+            max_num_considered_actions=search_cfg.max_num_considered_actions,
+            gumbel_scale=search_cfg.gumbel_scale if self_play else 0.0,
+        )
+    if rule == "uct_p_nn":
+        policy = _search_module_policy("exit_policy", None)
+        return functools.partial(policy, max_depth=max_depth)
+    if rule == "curiosity":
+        from curiosity_search.search.curiosity import curiosity_policy
+
+        return functools.partial(curiosity_policy, max_depth=max_depth)
+    raise ValueError(f"unknown search rule {rule!r}")
+
+
+def raw_policy_search(network: Any) -> SearchFn:
+    """A zero-simulation 'search': the network's policy and value at the root."""
+
+    def search(params: Any, key: jax.Array, states: Any) -> SearchResult:
+        del key
+        output = network.apply(params, states.observation)
+        logits = masked_logits(output.policy_logits.astype(jnp.float32), states.legal_action_mask)
+        weights = jnp.where(states.legal_action_mask, jax.nn.softmax(logits, axis=-1), 0.0)
+        value = output.value.astype(jnp.float32)
+        return SearchResult(
+            action=jnp.argmax(logits, axis=-1).astype(jnp.int32),
+            action_weights=weights,
+            root_value=value,
+            network_value=value,
+            visit_distribution=weights,
+        )
+
+    return search
+
+
+def make_search(
+    search_cfg: Any, network: Any, env: Any, num_simulations: int, *, self_play: bool
+) -> SearchFn:
+    """``search(params, key, states [B]) -> SearchResult`` for the configured rule.
+
+    ``num_simulations == 0`` gives the raw network policy (argmax of legal logits).
+    """
+    if num_simulations == 0:
+        return raw_policy_search(network)
+    policy = make_policy(search_cfg, self_play=self_play)
+    root_fn = make_root_fn(network, env)
+    recurrent_fn = make_recurrent_fn(network, env)
+
+    def search(params: Any, key: jax.Array, states: Any) -> SearchResult:
+        root = root_fn(params, states)
+        output = policy(
+            params,
+            key,
+            root,
+            recurrent_fn,
+            num_simulations=num_simulations,
+            invalid_actions=~states.legal_action_mask,
+        )
+        weights = jnp.where(states.legal_action_mask, output.action_weights, 0.0)
+        weights = weights / jnp.maximum(jnp.sum(weights, axis=-1, keepdims=True), 1e-12)
+        tree = output.search_tree
+        visits = tree.children_visits[:, mctx_root_index()].astype(jnp.float32)
+        visits = visits / jnp.maximum(jnp.sum(visits, axis=-1, keepdims=True), 1.0)
+        return SearchResult(
+            action=output.action.astype(jnp.int32),
+            action_weights=weights.astype(jnp.float32),
+            root_value=tree.node_values[:, mctx_root_index()].astype(jnp.float32),
+            network_value=root.value,
+            visit_distribution=visits,
+            root_belief=getattr(output, "root_belief", None),
+            child_beliefs=getattr(output, "child_beliefs", None),
+            child_belief_mask=getattr(output, "child_belief_mask", None),
+        )
+
+    return search
+
+
+def mctx_root_index() -> int:
+    return mctx.Tree.ROOT_INDEX

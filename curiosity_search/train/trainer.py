@@ -1,0 +1,266 @@
+"""``build_trainer(cfg)``: the env, network, optimizer and the one compiled iteration.
+
+``Trainer.iteration(state, key) -> (state, metrics)`` runs ``S`` self-play moves in
+every game (search, targets, replay writes) and then ``K`` optimizer updates on batches
+sampled uniformly from the replay. It is a pure function; the caller jits it once::
+
+    trainer = build_trainer(cfg)
+    state = trainer.init(jax.random.key(cfg.seed))
+    iteration = jax.jit(trainer.iteration, donate_argnums=0)
+    for i in range(cfg.train.iterations):
+        state, metrics = iteration(state, jax.random.fold_in(root_key, i))
+
+Updates are skipped (parameters and optimizer state left unchanged) while the replay
+buffer is still empty, which happens in the first iterations before any game ends.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import optax
+
+from curiosity_search.train import replay as replay_lib
+from curiosity_search.train.losses import make_loss_fn
+from curiosity_search.train.search_fns import SearchFn, make_search
+from curiosity_search.train.selfplay import SelfPlay
+from curiosity_search.train.state import Counters, TrainState, zero_counters
+
+ActFn = Callable[[Any, jax.Array, Any], jax.Array]
+
+
+def _env_from_config(cfg: Any) -> Any:
+    from curiosity_search import envs
+
+    kwargs: dict[str, Any] = {}
+    if cfg.env.name == "hex":
+        kwargs = {"size": cfg.env.size, "swap": cfg.env.swap}
+    return envs.make(cfg.env.name, **kwargs)
+
+
+def _network_from_config(cfg: Any, num_actions: int) -> Any:
+    from curiosity_search.nets import make_network
+
+    net = cfg.network
+    return make_network(
+        net.trunk,
+        net.blocks,
+        net.width,
+        num_actions,
+        value_head=net.value_head,
+        action_values=net.action_values,
+        regret_heads=net.regret_heads,
+        compute_dtype=net.compute_dtype,
+    )
+
+
+def _optimizer_from_config(cfg: Any) -> optax.GradientTransformation:
+    from curiosity_search.train.optimizers import make_optimizer
+
+    opt = cfg.optimizer
+    return make_optimizer(
+        opt.name,
+        opt.learning_rate,
+        schedule=opt.schedule,
+        total_steps=cfg.train.iterations * cfg.train.updates_per_iteration,
+        warmup_steps=opt.warmup_steps,
+        weight_decay=opt.weight_decay,
+        grad_clip=opt.grad_clip,
+        momentum=opt.momentum,
+    )
+
+
+def _mean_over_updates(per_update: dict[str, jax.Array]) -> dict[str, jax.Array]:
+    return {name: jnp.mean(values) for name, values in per_update.items()}
+
+
+@dataclasses.dataclass(frozen=True)
+class Trainer:
+    """Everything static about a run; ``init`` and ``iteration`` are pure functions.
+
+    Attributes:
+      cfg: the run's config.
+      env: the pgx env.
+      network: flax module; ``apply(params, obs [B, ...]) -> NetworkOutput``.
+      optimizer: optax transformation.
+      selfplay: the bound ``SelfPlay``.
+      batch_size: ``B`` games played in parallel.
+      train_batch_size: ``N`` positions per update.
+      updates_per_iteration: ``K``.
+      replay_capacity: ``C``.
+    """
+
+    cfg: Any
+    env: Any
+    network: Any
+    optimizer: optax.GradientTransformation
+    selfplay: SelfPlay
+    batch_size: int
+    train_batch_size: int
+    updates_per_iteration: int
+    replay_capacity: int
+
+    def init(self, key: jax.Array) -> TrainState:
+        """A fresh state: initial parameters, empty replay, ``B`` newly opened games."""
+        params_key, games_key = jax.random.split(key)
+        example_states = jax.vmap(self.env.init)(jax.random.split(params_key, 1))
+        params = self.network.init(params_key, example_states.observation)
+        example = self._example_position(params, example_states)
+        games, records = self.selfplay.init_games(games_key, self.batch_size, example)
+        return TrainState(
+            params=params,
+            opt_state=self.optimizer.init(params),
+            replay=replay_lib.init_replay(example, self.replay_capacity),
+            games=games,
+            records=records,
+            counters=zero_counters(),
+        )
+
+    def _example_position(self, params: Any, states: Any) -> replay_lib.Positions:
+        """Zeros shaped like one recorded position (shapes found by ``eval_shape``)."""
+
+        def record_one(params: Any, states: Any) -> replay_lib.Positions:
+            key = jax.random.key(0)
+            result = self.selfplay.search(params, key, states)
+            return self.selfplay.record(states, result, result.action)
+
+        shapes = jax.eval_shape(record_one, params, states)
+        return jax.tree.map(lambda s: jnp.zeros(s.shape[1:], s.dtype), shapes)
+
+    def update(
+        self, params: Any, opt_state: Any, key: jax.Array, replay: replay_lib.ReplayBuffer
+    ) -> tuple[Any, Any, dict[str, jax.Array]]:
+        """One optimizer step on ``N`` positions sampled uniformly from the replay."""
+        loss_fn = make_loss_fn(self.network.apply, self.cfg.train)
+        batch = replay_lib.sample(key, replay, self.train_batch_size)
+        (_, metrics), grads = jax.value_and_grad(loss_fn, has_aux=True)(params, batch)
+        updates, new_opt_state = self.optimizer.update(grads, opt_state, params)
+        new_params = optax.apply_updates(params, updates)
+        has_data = replay.size > 0
+        params = jax.tree.map(lambda new, old: jnp.where(has_data, new, old), new_params, params)
+        opt_state = jax.tree.map(
+            lambda new, old: jnp.where(has_data, new, old), new_opt_state, opt_state
+        )
+        metrics["grad_norm"] = optax.tree.norm(grads)
+        return params, opt_state, metrics
+
+    def iteration(
+        self, state: TrainState, key: jax.Array
+    ) -> tuple[TrainState, dict[str, jax.Array]]:
+        """``S`` self-play moves, then ``K`` updates. Jit with ``donate_argnums=0``.
+
+        Returns the new state and scalar metrics: the losses and entropies (means over
+        the ``K`` updates), ``grad_norm``, self-play statistics, ``replay_size`` and the
+        counters after the iteration.
+        """
+        play_key, train_key = jax.random.split(key)
+        games, records, replay, play_metrics = self.selfplay.play(
+            state.params, play_key, state.games, state.records, state.replay
+        )
+
+        def update_step(carry: tuple, update_key: jax.Array) -> tuple:
+            params, opt_state = carry
+            params, opt_state, metrics = self.update(params, opt_state, update_key, replay)
+            return (params, opt_state), metrics
+
+        (params, opt_state), per_update = jax.lax.scan(
+            update_step,
+            (state.params, state.opt_state),
+            jax.random.split(train_key, self.updates_per_iteration),
+        )
+        trained = (replay.size > 0).astype(jnp.int32)
+        counters = Counters(
+            iterations=state.counters.iterations + 1,
+            updates=state.counters.updates + trained * self.updates_per_iteration,
+            positions=state.counters.positions + float(self.batch_size * self.selfplay.num_moves),
+            games=state.counters.games + play_metrics["games_finished"],
+        )
+        metrics = {**_mean_over_updates(per_update), **play_metrics}
+        metrics["replay_size"] = replay.size
+        metrics["iterations"] = counters.iterations
+        metrics["updates"] = counters.updates
+        metrics["positions"] = counters.positions
+        metrics["games"] = counters.games
+        new_state = TrainState(
+            params=params,
+            opt_state=opt_state,
+            replay=replay,
+            games=games,
+            records=records,
+            counters=counters,
+        )
+        return new_state, metrics
+
+    def make_search(self, num_simulations: int, *, self_play: bool = False) -> SearchFn:
+        """The run's search rule at ``num_simulations`` (0: the raw network policy)."""
+        return make_search(
+            self.cfg.search, self.network, self.env, num_simulations, self_play=self_play
+        )
+
+    def make_act_fn(self, num_simulations: int) -> ActFn:
+        """``act(params, key, states [B]) -> actions [B]`` int32, deterministic search.
+
+        ``num_simulations == 0``: argmax of the legal policy logits. Otherwise the run's
+        search without exploration noise; the move is the argmax of its
+        ``action_weights`` (Gumbel: the policy's own choice).
+        """
+        search = self.make_search(num_simulations, self_play=False)
+        use_policy_action = num_simulations > 0 and self.selfplay.action_rule == "policy"
+
+        def act(params: Any, key: jax.Array, states: Any) -> jax.Array:
+            result = search(params, key, states)
+            if use_policy_action:
+                return result.action
+            weights = jnp.where(states.legal_action_mask, result.action_weights, -1.0)
+            return jnp.argmax(weights, axis=-1).astype(jnp.int32)
+
+        return act
+
+
+def build_trainer(
+    cfg: Any,
+    *,
+    env: Any | None = None,
+    network: Any | None = None,
+    optimizer: optax.GradientTransformation | None = None,
+) -> Trainer:
+    """The trainer for ``cfg``; ``env``/``network``/``optimizer`` override the config's.
+
+    The search rule, simulation counts, shapes and targets are static: each choice
+    compiles its own program.
+    """
+    env = env if env is not None else _env_from_config(cfg)
+    network = network if network is not None else _network_from_config(cfg, env.num_actions)
+    optimizer = optimizer if optimizer is not None else _optimizer_from_config(cfg)
+    sp, train = cfg.selfplay, cfg.train
+    rule = cfg.search.rule
+    action_values = bool(getattr(cfg.network, "action_values", False)) and rule == "curiosity"
+    search = make_search(cfg.search, network, env, cfg.search.num_simulations, self_play=True)
+    selfplay = SelfPlay(
+        env=env,
+        search=search,
+        num_moves=sp.moves_per_iteration,
+        sampling_moves=sp.sampling_moves,
+        random_opening_moves=sp.random_opening_moves,
+        max_game_length=sp.max_game_length or env.num_actions,
+        policy_target=train.policy_target,
+        value_target=train.value_target,
+        action_beliefs=action_values,
+        one_position_per_game=sp.one_position_per_game,
+        action_rule="policy" if rule == "gumbel" and cfg.search.num_simulations > 0 else "weights",
+    )
+    return Trainer(
+        cfg=cfg,
+        env=env,
+        network=network,
+        optimizer=optimizer,
+        selfplay=selfplay,
+        batch_size=sp.batch_size,
+        train_batch_size=train.batch_size,
+        updates_per_iteration=train.updates_per_iteration,
+        replay_capacity=sp.replay_capacity,
+    )

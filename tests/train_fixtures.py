@@ -1,0 +1,34 @@
+"""Tiny configs and trainers shared by the ``test_train_*`` tests (tic-tac-toe, batch 8)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from curiosity_search.config import load_config
+from curiosity_search.train.trainer import Trainer, build_trainer
+
+BASE = Path(__file__).resolve().parents[1] / "configs" / "base.yaml"
+
+TINY = (
+    "env.name=tic_tac_toe",
+    "network.blocks=1",
+    "network.width=16",
+    "search.num_simulations=4",
+    "selfplay.batch_size=8",
+    "selfplay.moves_per_iteration=6",
+    "selfplay.random_opening_moves=2",
+    "selfplay.sampling_moves=2",
+    "selfplay.replay_capacity=64",
+    "train.iterations=4",
+    "train.batch_size=16",
+    "train.updates_per_iteration=2",
+)
+
+
+def tiny_config(algorithm: str = "gumbel", *overrides: str) -> Any:
+    return load_config(BASE, [f"algorithm={algorithm}", *TINY, *overrides])
+
+
+def tiny_trainer(algorithm: str = "gumbel", *overrides: str) -> Trainer:
+    return build_trainer(tiny_config(algorithm, *overrides))
