@@ -25,20 +25,42 @@ def _fake_run(root: Path, board: int, algorithm: str, seed: int, rng) -> None:
     rows, metrics = [], []
     for it in range(1, 6):
         flops = 1e10 * board**2 * 3**it
-        metrics.append({"iteration": it, "train_flops": flops, "wall_time_s": 10.0 * it,
-                        "train/policy_entropy_bits": 3.0 / it, "train/value_entropy_bits": -it})
+        metrics.append(
+            {
+                "iteration": it,
+                "train_flops": flops,
+                "wall_time_s": 10.0 * it,
+                "train/policy_entropy_bits": 3.0 / it,
+                "train/value_entropy_bits": -it,
+            }
+        )
         for role, sims in (("apprentice", 0), ("expert", 16)):
             strength = min(0.5, 0.1 * it + (0.05 if role == "expert" else 0))
             for opponent, p, ref in (("solver", strength, 1), ("random", 0.5 + strength, 0)):
                 games = 32
                 wins = int(rng.binomial(games, p))
-                rows.append({"run": run, "algorithm": algorithm, "board_size": board,
-                             "network": "mlp2x64", "seed": seed, "iteration": it,
-                             "train_flops": flops, "wall_time_s": 10.0 * it, "role": role,
-                             "simulations": sims, "reference": ref,
-                             "player_a": f"{run}@{it}:{sims}", "player_b": opponent,
-                             "games": games, "wins": wins, "draws": 0, "losses": games - wins,
-                             "score": wins / games})
+                rows.append(
+                    {
+                        "run": run,
+                        "algorithm": algorithm,
+                        "board_size": board,
+                        "network": "mlp2x64",
+                        "seed": seed,
+                        "iteration": it,
+                        "train_flops": flops,
+                        "wall_time_s": 10.0 * it,
+                        "role": role,
+                        "simulations": sims,
+                        "reference": ref,
+                        "player_a": f"{run}@{it}:{sims}",
+                        "player_b": opponent,
+                        "games": games,
+                        "wins": wins,
+                        "draws": 0,
+                        "losses": games - wins,
+                        "score": wins / games,
+                    }
+                )
     with open(run_dir / "eval.csv", "w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
         writer.writeheader()

@@ -74,9 +74,13 @@ def test_expansion_names_overrides_and_configs(sweep_file: Path, tmp_path: Path)
     assert "hex4-curiosity-seed1" in names
     run = sweep.get("hex4-curiosity-seed1")
     assert run.overrides == (
-        "checkpoint.every=1", "env.size=4", "train.iterations=5", "algorithm=curiosity",
-        "seed=1", "name=hex4-curiosity-seed1",
-    )  # fmt: skip
+        "checkpoint.every=1",
+        "env.size=4",
+        "train.iterations=5",
+        "algorithm=curiosity",
+        "seed=1",
+        "name=hex4-curiosity-seed1",
+    )
     cfg = sweep.config(run)
     assert (cfg.env.size, cfg.algorithm, cfg.seed, cfg.train.iterations) == (4, "curiosity", 1, 5)
     assert sweep.config(sweep.get("hex3-gumbel-seed0")).train.iterations == 3  # inline base

@@ -109,10 +109,23 @@ def summarize(
         return float(points[mask].mean()) if mask.any() else float("nan")
 
     return MatchResult(
-        player_a, player_b, games, wins, draws, losses,
-        float(points.mean()) if games else float("nan"), low, high,
-        mean(a_first), mean(~a_first), illegal_a, illegal_b, truncated, opening_moves, seconds,
-    )  # fmt: skip
+        player_a,
+        player_b,
+        games,
+        wins,
+        draws,
+        losses,
+        float(points.mean()) if games else float("nan"),
+        low,
+        high,
+        mean(a_first),
+        mean(~a_first),
+        illegal_a,
+        illegal_b,
+        truncated,
+        opening_moves,
+        seconds,
+    )
 
 
 def _tile_pairs(x: Array, pairs: int, games: int) -> Array:
@@ -121,8 +134,9 @@ def _tile_pairs(x: Array, pairs: int, games: int) -> Array:
 
 
 @functools.lru_cache(maxsize=32)
-def _match_fn(apply_a: ApplyFn, apply_b: ApplyFn, env: Any, games: int, opening_moves: int,
-              max_moves: int) -> Any:  # fmt: skip
+def _match_fn(
+    apply_a: ApplyFn, apply_b: ApplyFn, env: Any, games: int, opening_moves: int, max_moves: int
+) -> Any:
     """The jitted ``play(key, params_a, params_b) -> (returns_a [G], a_first [G], illegal_a,
     illegal_b, truncated)``, cached so that new params reuse the compiled program."""
     pairs = (games + 1) // 2
@@ -202,10 +216,16 @@ def play_match(
     outputs = play(key, player_a.params, player_b.params)
     returns_a, a_first, illegal_a, illegal_b, truncated = jax.device_get(outputs)
     return summarize(
-        player_a.name, player_b.name, returns_a, a_first,
-        illegal_a=int(illegal_a), illegal_b=int(illegal_b), truncated=int(truncated),
-        opening_moves=opening_moves, seconds=time.perf_counter() - start,
-    )  # fmt: skip
+        player_a.name,
+        player_b.name,
+        returns_a,
+        a_first,
+        illegal_a=int(illegal_a),
+        illegal_b=int(illegal_b),
+        truncated=int(truncated),
+        opening_moves=opening_moves,
+        seconds=time.perf_counter() - start,
+    )
 
 
 def run_match(
@@ -220,12 +240,20 @@ def run_match(
 ) -> MatchResult:
     """``play_match`` for two JAX players, ``play_host_match`` when either speaks HTP."""
     if isinstance(player_a, JaxPlayer) and isinstance(player_b, JaxPlayer):
-        return play_match(key, player_a, player_b, env, num_games,
-                          opening_moves=opening_moves, max_moves=max_moves)  # fmt: skip
+        return play_match(
+            key,
+            player_a,
+            player_b,
+            env,
+            num_games,
+            opening_moves=opening_moves,
+            max_moves=max_moves,
+        )
     from curiosity_search.eval.host_match import play_host_match
 
-    return play_host_match(key, player_a, player_b, env, num_games,
-                           opening_moves=opening_moves, max_moves=max_moves)  # fmt: skip
+    return play_host_match(
+        key, player_a, player_b, env, num_games, opening_moves=opening_moves, max_moves=max_moves
+    )
 
 
 def append_csv(path: str | os.PathLike, rows: Iterable[Mapping[str, Any]]) -> None:

@@ -87,6 +87,32 @@ def _components(players: Sequence[str], edges: Iterable[tuple[int, int]]) -> lis
     return list(groups.values())
 
 
+def _check_strongly_connected(players: Sequence[str], pairs: Mapping) -> None:
+    """The maximum-likelihood fit exists iff every player scored against every other
+    through some chain of results (Zermelo): otherwise someone's rating is infinite."""
+    scored: dict[int, set[int]] = {i: set() for i in range(len(players))}
+    for (a, b), (points, games) in pairs.items():
+        if points > 0:
+            scored[a].add(b)
+        if points < games:
+            scored[b].add(a)
+    reverse: dict[int, set[int]] = {i: set() for i in scored}
+    for a, targets in scored.items():
+        for b in targets:
+            reverse[b].add(a)
+    for graph in (scored, reverse):
+        seen, stack = {0}, [0]
+        while stack:
+            for nxt in graph[stack.pop()] - seen:
+                seen.add(nxt)
+                stack.append(nxt)
+        if len(seen) < len(players):
+            raise ValueError(
+                "Elo fit diverged: with perfect records (e.g. a player that never scored) "
+                "the maximum-likelihood ratings are infinite; pass a finite prior_sigma"
+            )
+
+
 def fit_elo(
     results: Iterable[PairResult],
     anchor: str,
@@ -131,6 +157,8 @@ def fit_elo(
     if unlinked:
         raise ValueError(f"players {unlinked} are not connected to the anchor {anchor!r}")
 
+    if prior_sigma is None:
+        _check_strongly_connected(players, pairs)
     first = np.array([k[0] for k in pairs], dtype=np.int64)
     second = np.array([k[1] for k in pairs], dtype=np.int64)
     points = np.array([v[0] for v in pairs.values()])

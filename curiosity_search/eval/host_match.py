@@ -115,7 +115,13 @@ def play_host_match(
             truncated += int(not bool(state.terminated))
         returns_a[game] = outcome
     return summarize(
-        getattr(player_a, "name", "a"), getattr(player_b, "name", "b"), returns_a, a_first,
-        illegal_a=illegal["a"], illegal_b=illegal["b"], truncated=truncated,
-        opening_moves=opening_moves, seconds=time.perf_counter() - start,
-    )  # fmt: skip
+        getattr(player_a, "name", "a"),
+        getattr(player_b, "name", "b"),
+        returns_a,
+        a_first,
+        illegal_a=illegal["a"],
+        illegal_b=illegal["b"],
+        truncated=truncated,
+        opening_moves=opening_moves,
+        seconds=time.perf_counter() - start,
+    )

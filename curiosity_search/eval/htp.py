@@ -46,10 +46,21 @@ GeneratorFactory = Callable[[Any], MoveGenerator]
 """``make_generator(env) -> generate``: called once per board size."""
 
 COMMANDS = (
-    "boardsize", "clear_board", "final_score", "genmove", "hexgui-analyze_commands",
-    "known_command", "list_commands", "name", "play", "protocol_version", "quit",
-    "showboard", "undo", "version",
-)  # fmt: skip
+    "boardsize",
+    "clear_board",
+    "final_score",
+    "genmove",
+    "hexgui-analyze_commands",
+    "known_command",
+    "list_commands",
+    "name",
+    "play",
+    "protocol_version",
+    "quit",
+    "showboard",
+    "undo",
+    "version",
+)
 
 
 class HtpFailure(Exception):
