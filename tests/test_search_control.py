@@ -35,9 +35,7 @@ def test_regret_matches_hand_computed_trajectories():
     # Flipping the winner flips every z: a confident, correct player 0 becomes wrong.
     flipped = sc.regret_from_rewards(values, players, valid, -final_rewards)
     np.testing.assert_allclose(flipped[0, 2:4], [(3.24 + 4.0) / 2, 4.0], rtol=1e-6)
-    np.testing.assert_allclose(
-        sc.first_position_regret(regrets, valid), expected[:, 0], rtol=1e-6
-    )
+    np.testing.assert_allclose(sc.first_position_regret(regrets, valid), expected[:, 0], rtol=1e-6)
 
 
 def test_regret_from_per_position_outcomes_equals_reward_form():
@@ -97,13 +95,31 @@ def test_candidate_tracker_keeps_top_ranked_state():
     tracker = sc.candidate_init(states)
     assert not jnp.any(sc.candidate_found(tracker))
     update = jax.jit(sc.candidate_update)
-    tracker = update(tracker, {"cell": jnp.ones((2, 3))}, jnp.array([0.5, 0.1]),
-                     jnp.array([0, 0]), jnp.zeros(2), jnp.array([True, True]))
+    tracker = update(
+        tracker,
+        {"cell": jnp.ones((2, 3))},
+        jnp.array([0.5, 0.1]),
+        jnp.array([0, 0]),
+        jnp.zeros(2),
+        jnp.array([True, True]),
+    )
     # A tree node ranks higher in game 0 only; game 1's contender is masked out.
-    tracker = update(tracker, {"cell": 2 * jnp.ones((2, 3))}, jnp.array([0.9, 9.0]),
-                     jnp.array([-1, -1]), jnp.array([0.7, 0.7]), jnp.array([True, False]))
-    tracker = update(tracker, {"cell": 3 * jnp.ones((2, 3))}, jnp.array([0.2, 0.3]),
-                     jnp.array([2, 2]), jnp.zeros(2), jnp.array([True, True]))
+    tracker = update(
+        tracker,
+        {"cell": 2 * jnp.ones((2, 3))},
+        jnp.array([0.9, 9.0]),
+        jnp.array([-1, -1]),
+        jnp.array([0.7, 0.7]),
+        jnp.array([True, False]),
+    )
+    tracker = update(
+        tracker,
+        {"cell": 3 * jnp.ones((2, 3))},
+        jnp.array([0.2, 0.3]),
+        jnp.array([2, 2]),
+        jnp.zeros(2),
+        jnp.array([True, True]),
+    )
     np.testing.assert_array_equal(tracker.states["cell"][:, 0], [2.0, 3.0])
     regrets = jnp.array([[0.1, 0.2, 0.3], [0.4, 0.5, 0.6]])
     np.testing.assert_allclose(sc.candidate_regret(tracker, regrets), [0.7, 0.6])
@@ -126,14 +142,22 @@ _update = jax.jit(sc.prb_update_regret)
 def _buffer_with(regrets) -> sc.RegretBuffer:
     buffer = sc.prb_init(_payload_states(0), capacity=len(regrets))
     count = len(regrets)
-    return _offer(buffer, _payload_states(np.arange(1, count + 1)), jnp.asarray(regrets),
-                  jnp.ones(count, bool))
+    return _offer(
+        buffer,
+        _payload_states(np.arange(1, count + 1)),
+        jnp.asarray(regrets),
+        jnp.ones(count, bool),
+    )
 
 
 def test_prb_inserts_while_there_is_room():
     buffer = sc.prb_init(_payload_states(0), capacity=4)
-    buffer = _offer(buffer, _payload_states([7, 8, 9]), jnp.array([0.3, 0.0, 0.5]),
-                    jnp.array([True, True, False]))
+    buffer = _offer(
+        buffer,
+        _payload_states([7, 8, 9]),
+        jnp.array([0.3, 0.0, 0.5]),
+        jnp.array([True, True, False]),
+    )
     np.testing.assert_array_equal(buffer.valid, [True, True, False, False])
     np.testing.assert_array_equal(buffer.states["id"][:2], [7, 8])
     np.testing.assert_allclose(buffer.regrets[:2], [0.3, 0.0])  # zero regret enters too
@@ -214,18 +238,22 @@ def test_prb_update_regret_ema():
     # A stale update (slot refilled since the game restarted) is dropped.
     refilled = _offer(buffer, _payload_states([10]), jnp.array([0.3]), jnp.array([True]))
     stale_id = buffer.entry_ids[1:2]
-    stale = _update(refilled, jnp.array([1]), jnp.array([0.0]), jnp.array([True]), 0.5,
-                    stale_id)
+    stale = _update(refilled, jnp.array([1]), jnp.array([0.0]), jnp.array([True]), 0.5, stale_id)
     np.testing.assert_allclose(stale.regrets, refilled.regrets)
-    fresh = _update(refilled, jnp.array([1]), jnp.array([0.0]), jnp.array([True]), 0.5,
-                    refilled.entry_ids[1:2])
+    fresh = _update(
+        refilled, jnp.array([1]), jnp.array([0.0]), jnp.array([True]), 0.5, refilled.entry_ids[1:2]
+    )
     np.testing.assert_allclose(fresh.regrets[1], 0.15, rtol=1e-6)
 
 
 def test_prb_sampling_is_proportional_to_regret_power():
     buffer = sc.prb_init(_payload_states(0), capacity=6)
-    buffer = _offer(buffer, _payload_states([1, 2, 3, 4, 5]),
-                    jnp.array([0.1, 0.2, 0.4, 0.0, 5.0]), jnp.array([True] * 4 + [False]))
+    buffer = _offer(
+        buffer,
+        _payload_states([1, 2, 3, 4, 5]),
+        jnp.array([0.1, 0.2, 0.4, 0.0, 5.0]),
+        jnp.array([True] * 4 + [False]),
+    )
     sample = jax.jit(sc.prb_sample, static_argnums=2)
     num = 20000
     indices, states = sample(jax.random.PRNGKey(1), buffer, num, 0.5)
@@ -283,8 +311,9 @@ def test_choose_starts_probability_and_empty_buffer():
     starting = jnp.arange(2000) % 2 == 0
     _, restarted, _ = sc.choose_starts(jax.random.PRNGKey(2), fresh, buffer, 1.0, 0.1, starting)
     np.testing.assert_array_equal(restarted, starting)
-    archive = sc.archive_add(sc.archive_init(_payload_states(0), 3), _payload_states([4]),
-                             jnp.array([True]))
+    archive = sc.archive_add(
+        sc.archive_init(_payload_states(0), 3), _payload_states([4]), jnp.array([True])
+    )
     starts, restarted, indices = choose(jax.random.PRNGKey(3), fresh, archive, 1.0, 0.1)
     assert jnp.all(restarted) and jnp.all(indices == 0) and jnp.all(starts["id"] == 4)
 
@@ -320,8 +349,8 @@ def _take(x, index):
 def _store_restart_and_play(env, batch, key):
     """Random games -> every visited state (terminals too) offered to a PRB and an
     archive -> every game restarted from each -> random play to the end."""
-    init_key, play_key, regret_key, fresh_key, prb_key, archive_key, end_key = (
-        jax.random.split(key, 7)
+    init_key, play_key, regret_key, fresh_key, prb_key, archive_key, end_key = jax.random.split(
+        key, 7
     )
     num_cells = 9
     states = jax.vmap(env.init)(jax.random.split(init_key, batch))

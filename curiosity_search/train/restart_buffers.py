@@ -56,9 +56,7 @@ def _live(states: Any, batch_size: int) -> jax.Array:
 
 def _scatter(stored: Any, new: Any, slots: jax.Array) -> Any:
     """Writes ``new[b]`` into ``stored[slots[b]]``; out-of-range slots are dropped."""
-    return jax.tree.map(
-        lambda s, n: s.at[slots].set(n.astype(s.dtype), mode="drop"), stored, new
-    )
+    return jax.tree.map(lambda s, n: s.at[slots].set(n.astype(s.dtype), mode="drop"), stored, new)
 
 
 def _gather(stored: Any, indices: jax.Array) -> Any:
@@ -206,8 +204,10 @@ def prb_update_regret(
     if entry_ids is not None:
         mask = mask & (buffer.entry_ids[safe] == entry_ids)
     slots = jnp.where(mask, indices, capacity)
-    sums = jnp.zeros((capacity,), jnp.float32).at[slots].add(
-        new_regrets.astype(jnp.float32), mode="drop"
+    sums = (
+        jnp.zeros((capacity,), jnp.float32)
+        .at[slots]
+        .add(new_regrets.astype(jnp.float32), mode="drop")
     )
     counts = jnp.zeros((capacity,), jnp.float32).at[slots].add(1.0, mode="drop")
     mean = sums / jnp.maximum(counts, 1.0)
