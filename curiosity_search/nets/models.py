@@ -90,6 +90,11 @@ def _uniform_concentration_bias(key: jax.Array, shape: tuple[int, ...], dtype: A
     return jnp.full(shape, float(np.log(np.expm1(target))), dtype)
 
 
+# Belief output layers start 10x smaller than LeCun (variance / 100), so together with
+# the bias above a fresh network predicts beliefs close to uniform Beta(1, 1) / Dir(1, 1, 1).
+_small_kernel_init = nn.initializers.variance_scaling(0.01, "fan_in", "truncated_normal")
+
+
 def _concentrations(logits: jax.Array) -> jax.Array:
     return jax.nn.softplus(logits) + CONCENTRATION_EPSILON
 
@@ -188,6 +193,7 @@ class Head(nn.Module):
     hidden: int = 0
     dtype: Any = jnp.float32
     out_bias_init: Any = nn.initializers.zeros
+    out_kernel_init: Any = nn.linear.default_kernel_init
 
     @nn.compact
     def __call__(self, features: jax.Array) -> jax.Array:
@@ -197,9 +203,13 @@ class Head(nn.Module):
             x = nn.relu(x).reshape(x.shape[0], -1)
         if self.hidden:
             x = nn.relu(nn.Dense(self.hidden, dtype=self.dtype, name="hidden")(x))
-        x = nn.Dense(self.out_features, dtype=self.dtype, bias_init=self.out_bias_init, name="out")(
-            x
-        )
+        x = nn.Dense(
+            self.out_features,
+            dtype=self.dtype,
+            kernel_init=self.out_kernel_init,
+            bias_init=self.out_bias_init,
+            name="out",
+        )(x)
         return x.astype(jnp.float32)
 
 
@@ -251,6 +261,7 @@ class Network(nn.Module):
                 hidden=value_hidden,
                 dtype=dtype,
                 out_bias_init=_uniform_concentration_bias,
+                out_kernel_init=_small_kernel_init,
                 name="value_head",
             )(features)
             value_belief = _concentrations(raw)
@@ -263,6 +274,7 @@ class Network(nn.Module):
                 reduce_channels=2 * num_classes,
                 dtype=dtype,
                 out_bias_init=_uniform_concentration_bias,
+                out_kernel_init=_small_kernel_init,
                 name="action_value_head",
             )(features)
             action_beliefs = _concentrations(raw.reshape(batch, self.num_actions, num_classes))
