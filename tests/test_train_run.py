@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import json
 import shutil
 from pathlib import Path
 
@@ -154,3 +155,42 @@ def test_every_config_loads(path):
         load_config(path)
     except ConfigError as error:
         pytest.fail(f"{path.name}: {error}")
+
+
+REAL_TINY = [
+    "train.iterations=3", "selfplay.batch_size=8", "selfplay.moves_per_iteration=2",
+    "selfplay.replay_capacity=64", "train.batch_size=8", "train.updates_per_iteration=2",
+    "network.width=16", "network.blocks=1", "search.num_simulations=2",
+    "search.eval_num_simulations=2", "eval.every=2", "eval.num_positions=16",
+    "checkpoint.every=1", "checkpoint.keep=5", "logging.progress=false",
+    "train.time_limit_s=null",
+]
+
+
+def test_real_trainer_resume_matches_and_agent_acts(tmp_path):
+    """The real trainer on tiny 3x3 Hex: iteration 3 replayed after a kill equals the
+    uninterrupted one, and the run loads as an agent that plays legal moves."""
+    from curiosity_search import load_agent
+
+    cfg = load_config(CONFIGS / "quickstart.yaml", REAL_TINY)
+    first = run.train(cfg, tmp_path)
+    assert first.ok and first.iterations == 3
+    assert set(first.evaluation) == {"eval/raw_optimal_move_rate", "eval/search_optimal_move_rate"}
+    assert "raw policy optimal-move rate" in first.message
+    assert json.loads((tmp_path / "evaluation.json").read_text())["iteration"] == 3
+    rows = read_rows(tmp_path / "metrics.jsonl")
+    assert "eval/raw_optimal_move_rate" in rows[1] and "eval/raw_optimal_move_rate" in rows[2]
+    # Kill during iteration 3: its checkpoint never landed, its row did.
+    shutil.rmtree(checkpoint_dir(tmp_path) / "3")
+    second = run.train(cfg, tmp_path, resume=True)
+    assert second.iterations == 3
+    resumed = read_rows(tmp_path / "metrics.jsonl")
+    assert [r["iteration"] for r in resumed] == [1, 2, 3]
+    assert [comparable(r) for r in resumed] == [comparable(r) for r in rows]
+
+    agent = load_agent(tmp_path)
+    states = jax.jit(jax.vmap(agent.env.init))(jax.random.split(jax.random.key(0), 4))
+    for n in (0, 2):
+        actions = agent.act(jax.random.key(1), states, num_simulations=n)
+        assert actions.shape == (4,)
+        assert bool(jax.numpy.all(states.legal_action_mask[jax.numpy.arange(4), actions]))

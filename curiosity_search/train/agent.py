@@ -140,7 +140,7 @@ def load_agent(
     run_dir, step = resolve_checkpoint(path)
     cfg = load_config(run_dir / CONFIG_FILENAME)
     trainer = build_trainer(cfg)
-    target = trainer.init(jax.random.key(cfg.seed))
+    target = jax.jit(trainer.init)(jax.random.key(cfg.seed))  # structure only
     store = CheckpointStore(run_dir / CHECKPOINT_DIRNAME, read_only=True)
     try:
         state, _ = store.restore(target, step)

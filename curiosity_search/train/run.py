@@ -298,7 +298,7 @@ def train(
             truncate_rows(workdir / METRICS_FILENAME, restored.iteration if restored else 0)
         trainer = build_trainer(cfg)
         root = jax.random.key(cfg.seed)
-        state = trainer.init(jax.random.fold_in(root, INIT_STREAM))
+        state = jax.jit(trainer.init)(jax.random.fold_in(root, INIT_STREAM))
         if restored is None:
             counters = HostCounters(iteration=0, config=config_dict)
         else:
@@ -353,12 +353,12 @@ def _loop(
                 status, done = "time_limit", True
             row = {
                 "iteration": counters.iteration,
+                **metrics,  # the host's counters below win over same-named metrics
                 "wall_time_s": counters.wall_time_s,
                 "iteration_time_s": elapsed,
                 "positions_per_s": positions / elapsed if elapsed > 0 else None,
                 "positions": counters.positions,
                 "train_flops": counters.train_flops,
-                **metrics,
             }
             bad = first_nonfinite(metrics)
             if bad is not None:
@@ -425,22 +425,34 @@ def _postfix(row: Mapping[str, Any], latest_eval: Mapping[str, Any]) -> dict[str
 def train_main(args: argparse.Namespace) -> int:
     """``curiosity-search train``: loads the config, trains, prints the outcome.
 
-    Reads ``args.config`` (path), ``args.set`` (``key=value`` overrides),
-    ``args.workdir`` (default ``runs/<config stem>``) and ``args.resume``. Returns the
+    Reads ``args.config`` (path; with ``--resume`` it defaults to the workdir's
+    ``config.yaml``), ``args.set`` (``key=value`` overrides), ``args.workdir`` (default
+    ``runs/<config stem>``), ``args.resume``, and ``args.cfg`` when the CLI has already
+    loaded the config (then ``config``/``set`` are not read again). Returns the
     exit code: 0 done (all iterations or the time limit), 1 stopped on a non-finite
     loss, 2 unusable config or run directory.
     """
     from curiosity_search.config import ConfigError, load_config
 
-    config_path = Path(args.config)
-    try:
-        cfg = load_config(config_path, tuple(getattr(args, "set", None) or ()))
-    except (ConfigError, OSError) as error:
-        print(f"error: {error}", file=sys.stderr)
+    resume = bool(getattr(args, "resume", False))
+    workdir = getattr(args, "workdir", None)
+    config_path = getattr(args, "config", None)
+    if config_path is None and resume and workdir is not None:
+        config_path = Path(workdir) / CONFIG_FILENAME
+    if config_path is None:
+        print("error: train needs --config FILE (or --resume --workdir DIR)", file=sys.stderr)
         return 2
-    workdir = getattr(args, "workdir", None) or str(Path("runs") / config_path.stem)
+    config_path = Path(config_path)
+    cfg = getattr(args, "cfg", None)  # the CLI has loaded and validated it already
+    if cfg is None:
+        try:
+            cfg = load_config(config_path, tuple(getattr(args, "set", None) or ()))
+        except (ConfigError, OSError) as error:
+            print(f"error: {error}", file=sys.stderr)
+            return 2
+    workdir = workdir or Path("runs") / config_path.stem
     try:
-        result = train(cfg, workdir, resume=bool(getattr(args, "resume", False)))
+        result = train(cfg, workdir, resume=resume)
     except (RunDirError, CheckpointError, ConfigError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

@@ -22,6 +22,8 @@ import jax
 EVAL_STREAM = 2**31 - 2
 RAW_KEY = "eval/raw_optimal_move_rate"
 SEARCH_KEY = "eval/search_optimal_move_rate"
+# Where a position can be drawn, "optimal" means keeping the game-theoretic value.
+GAMES_WITH_DRAWS = frozenset({"tic_tac_toe"})
 
 
 def solver_kwargs(cfg: Any) -> dict[str, Any] | None:
@@ -39,13 +41,17 @@ class SolverEvaluation:
     """Optimal-move rates of a policy on fixed positions of a solved game.
 
     Attributes:
-      solution: the ``envs.solve`` result (``optimal_move_rate(states, actions)``).
+      solution: the ``envs.solve`` result.
+      rate_fn: ``(states, actions) -> []`` the solution's ``optimal_move_rate`` (the share
+        of won positions where the move keeps the win), or, in games with draws,
+        ``optimal_action_rate`` (the share of positions where it keeps the value).
       positions: a batch of ``P`` env states (leading axis ``[P]``).
       act_fns: ``{num_simulations: jitted act(params, key, states) -> [P] actions}``.
       key: the evaluation key stream's root.
     """
 
     solution: Any
+    rate_fn: Callable[[Any, jax.Array], jax.Array]
     positions: Any
     act_fns: dict[int, Callable[..., jax.Array]]
     key: jax.Array
@@ -61,7 +67,7 @@ class SolverEvaluation:
         results = {}
         for num_simulations, act in self.act_fns.items():
             actions = act(params, jax.random.fold_in(key, num_simulations), self.positions)
-            rate = float(self.solution.optimal_move_rate(self.positions, actions))
+            rate = float(self.rate_fn(self.positions, actions))
             results[RAW_KEY if num_simulations == 0 else SEARCH_KEY] = rate
         return results
 
@@ -88,22 +94,22 @@ def make_solver_evaluation(cfg: Any, trainer: Any) -> SolverEvaluation | None:
 
     try:
         solution = envs.solve(cfg.env.name, **kwargs)
-    except NotImplementedError as error:
+    except (NotImplementedError, ValueError) as error:
         print(f"note: no solver for {cfg.env.name} {kwargs} ({error}); "
               "skipping the optimal-move rate", file=sys.stderr)
         return None
     root = jax.random.fold_in(jax.random.key(cfg.seed), EVAL_STREAM)
-    positions = envs.sample_random_positions(
-        trainer.env, jax.random.fold_in(root, 0), cfg.eval.num_positions
-    )
-    count = jax.tree.leaves(positions)[0].shape[0]
-    if count > cfg.eval.num_positions:
-        positions = jax.tree.map(lambda x: x[: cfg.eval.num_positions], positions)
+    sample = jax.jit(envs.sample_random_positions, static_argnums=(0, 2))
+    positions = sample(trainer.env, jax.random.fold_in(root, 0), cfg.eval.num_positions)
+    if cfg.env.name in GAMES_WITH_DRAWS:
+        rate_fn = jax.jit(solution.optimal_action_rate)
+    else:
+        rate_fn = jax.jit(solution.optimal_move_rate)
     act_fns = {0: jax.jit(trainer.make_act_fn(0))}
     if cfg.search.eval_num_simulations > 0 and (cfg.search.num_simulations or 0) > 0:
         n = cfg.search.eval_num_simulations
         act_fns[n] = jax.jit(trainer.make_act_fn(n))
     return SolverEvaluation(
-        solution=solution, positions=positions, act_fns=act_fns,
+        solution=solution, rate_fn=rate_fn, positions=positions, act_fns=act_fns,
         key=jax.random.fold_in(root, 1),
     )
