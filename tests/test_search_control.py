@@ -424,3 +424,56 @@ def test_restarts_from_stored_pgx_states_are_legal_continuations(name):
     assert np.all(np.isin(outcome, [-1.0, 0.0, 1.0]))
     if name == "hex":
         assert np.all(np.abs(outcome[:, 0]) == 1.0)  # Hex has no draws
+
+
+def test_end_of_game_bookkeeping_compiles_once_with_traced_hyperparameters():
+    """The flow self-play runs when games end, as one jitted function: regrets, offers
+    from fresh games, EMA updates from restarted games, new starts. Sweeping the floats
+    (lambda, alpha, tau) must not recompile."""
+    traces = []
+
+    @jax.jit
+    def end_of_games(key, buffer, tracker, done, restarted, indices, ids, rewards, hyper):
+        traces.append(None)
+        restart_prob, alpha, tau = hyper
+        values = jnp.full((4, 3), 0.5)
+        players = jnp.array([[0, 1, 0]] * 4)
+        valid = jnp.ones((4, 3), bool)
+        regrets = sc.regret_from_rewards(values, players, valid, rewards)
+        offer = done & ~restarted & sc.candidate_found(tracker)
+        buffer = sc.prb_offer(buffer, tracker.states, sc.candidate_regret(tracker, regrets), offer)
+        buffer = sc.prb_update_regret(
+            buffer, indices, sc.first_position_regret(regrets, valid), done & restarted, alpha, ids
+        )
+        fresh = _payload_states(jnp.zeros(4, jnp.int32))
+        starts = sc.choose_starts(key, fresh, buffer, restart_prob, tau, starting=done)
+        return buffer, starts
+
+    tracker = sc.candidate_update(
+        sc.candidate_init(_payload_states(jnp.zeros(4, jnp.int32))),
+        _payload_states(jnp.arange(1, 5)),
+        jnp.ones(4),
+        jnp.array([0, 1, 2, 0]),
+        jnp.zeros(4),
+        jnp.ones(4, bool),
+    )
+    buffer = sc.prb_init(_payload_states(0), capacity=3)
+    rewards = jnp.array([[1.0, -1.0]] * 4)
+    done = jnp.array([True, True, False, True])
+    args = (jnp.zeros(4, bool), jnp.full(4, -1, jnp.int32), jnp.full(4, -1, jnp.int32), rewards)
+    buffer, (_, restarted, _) = end_of_games(
+        jax.random.PRNGKey(0), buffer, tracker, done, *args, (0.5, 0.5, 0.1)
+    )
+    # Games 0, 1, 3 offered regrets (0.25+2.25+0.25)/3, (2.25+0.25)/2, (0.25+2.25+0.25)/3.
+    np.testing.assert_array_equal(buffer.valid, [True, True, True])
+    np.testing.assert_allclose(sorted(buffer.regrets), [2.75 / 3, 2.75 / 3, 1.25], rtol=1e-6)
+    assert not restarted[2]
+    ids = buffer.entry_ids[jnp.array([0, 1, 2, 0])]
+    restart_args = (jnp.ones(4, bool), jnp.array([0, 1, 2, 0], jnp.int32), ids, rewards)
+    updated, _ = end_of_games(
+        jax.random.PRNGKey(1), buffer, tracker, done, *restart_args, (0.9, 1.0, 0.5)
+    )
+    # alpha = 1: slots 0 and 1 take their restarted games' first-position regret.
+    np.testing.assert_allclose(updated.regrets[:2], 2.75 / 3, rtol=1e-6)
+    np.testing.assert_allclose(updated.regrets[2], buffer.regrets[2])  # game 2 not done
+    assert len(traces) == 1
