@@ -148,7 +148,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--config", type=Path, help="YAML config (default: the schema defaults)")
     _add_overrides(p)
     p.add_argument("--repeats", type=positive_int, default=3, help="timed repeats (default 3)")
-    p.add_argument("--out", type=Path, help="append the results to this CSV")
+    p.add_argument("--out", type=Path, help="CSV to write (default results/bench/KIND_DEVICE.csv)")
+    p.add_argument("--batch", type=positive_int, nargs="+", help="search: batches")
+    p.add_argument("--sims", type=positive_int, nargs="+", help="search: simulation counts")
 
     p = verbs.add_parser("play", help="HTP engine on stdin/stdout (for HexGui and friends)")
     p.add_argument("--checkpoint", type=Path, required=True, help="run directory or checkpoint")
