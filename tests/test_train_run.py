@@ -120,6 +120,20 @@ def test_nonfinite_loss_stops_and_keeps_last_good_checkpoint(tmp_path, monkeypat
     assert any(line.startswith("stopped: iteration 3 produced loss = nan") for line in err)
 
 
+def test_time_limit_stops_and_checkpoints(tmp_path):
+    cfg = tiny_config(train={"time_limit_s": 1e-9}, checkpoint={"every": 10})
+    result = run.train(cfg, tmp_path, build_trainer=fake())
+    assert result.status == "time_limit" and result.ok and result.iterations == 1
+    assert "time limit" in result.message
+    assert CheckpointStore(checkpoint_dir(tmp_path), read_only=True).steps() == [1]
+    # The limit counts training time over every session: a resume stops at once.
+    again = run.train(cfg, tmp_path, resume=True, build_trainer=fake())
+    assert again.status == "time_limit" and again.iterations == 1
+    more = run.train(tiny_config(checkpoint={"every": 10}), tmp_path, resume=True,
+                     build_trainer=fake())
+    assert more.status == "completed" and more.iterations == 4
+
+
 def test_incomplete_checkpoints_are_skipped(tmp_path):
     cfg = tiny_config()
     run.train(cfg, tmp_path, build_trainer=fake())

@@ -140,10 +140,10 @@ def load_agent(
     run_dir, step = resolve_checkpoint(path)
     cfg = load_config(run_dir / CONFIG_FILENAME)
     trainer = build_trainer(cfg)
-    target = jax.jit(trainer.init)(jax.random.key(cfg.seed))  # structure only
+    abstract = jax.eval_shape(trainer.init, jax.random.key(cfg.seed))  # allocates nothing
     store = CheckpointStore(run_dir / CHECKPOINT_DIRNAME, read_only=True)
     try:
-        state, _ = store.restore(target, step)
+        params = store.restore_params(abstract.params, step)
     except CheckpointError as error:
         raise CheckpointError(f"cannot load agent from {path}: {error}") from error
     finally:
@@ -151,7 +151,7 @@ def load_agent(
     return Agent(
         config=cfg,
         env=trainer.env,
-        params=state.params,
+        params=params,
         iteration=step,
         num_simulations=int(num_simulations or 0),
         trainer=trainer,

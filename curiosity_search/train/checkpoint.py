@@ -24,6 +24,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+import jax
 import orbax.checkpoint as ocp
 
 CHECKPOINT_DIRNAME = "checkpoints"
@@ -187,6 +188,43 @@ class CheckpointStore:
                 f"TrainState (was the network or search config changed?): {error}"
             ) from error
         return restored[_STATE_ITEM], HostCounters.from_json(dict(restored[_HOST_ITEM]))
+
+    def restore_params(self, abstract_params: Any, step: int | None = None) -> Any:
+        """Restores only ``TrainState.params`` of checkpoint ``step`` onto one device.
+
+        Args:
+          abstract_params: the params' structure with shapes and dtypes (e.g.
+            ``jax.eval_shape(trainer.init, key).params``); nothing is allocated for the
+            rest of the state (optimizer, replay buffer).
+          step: which iteration to restore (default: the latest complete one).
+        """
+        step = self._resolve_step(step)
+        sharding = jax.sharding.SingleDeviceSharding(jax.devices()[0])
+        target = {
+            "params": jax.tree.map(
+                lambda leaf: jax.ShapeDtypeStruct(leaf.shape, leaf.dtype, sharding=sharding),
+                abstract_params,
+            )
+        }
+        try:
+            restored = self._manager.restore(
+                step,
+                args=ocp.args.Composite(
+                    **{
+                        _STATE_ITEM: ocp.args.PyTreeRestore(
+                            item=target,
+                            restore_args=ocp.checkpoint_utils.construct_restore_args(target),
+                            partial_restore=True,
+                        )
+                    }
+                ),
+            )
+        except (ValueError, KeyError, TypeError) as error:
+            raise CheckpointError(
+                f"checkpoint {self.directory / str(step)} has no params matching this "
+                f"network (was the network config changed?): {error}"
+            ) from error
+        return restored[_STATE_ITEM]["params"]
 
     def close(self) -> None:
         """Waits for pending writes and releases the manager."""

@@ -102,7 +102,7 @@ class MetricsLog:
             # purge_step drops events at or after it left by a killed session.
             self._writer = SummaryWriter(
                 logdir=str(Path(workdir) / TENSORBOARD_DIRNAME),
-                purge_step=start_iteration + 1 if start_iteration > 0 else None,
+                purge_step=start_iteration + 1,
             )
         if progress:
             from tqdm.auto import tqdm
@@ -134,15 +134,6 @@ class MetricsLog:
             return
         self._bar.set_postfix(dict(postfix), refresh=False)
         self._bar.update(iteration - self._bar.n)
-
-    def message(self, text: str) -> None:
-        """Prints a line without breaking the progress bar."""
-        if not self.enabled:
-            return
-        if self._bar is not None:
-            self._bar.write(text)
-        else:
-            print(text, flush=True)
 
     def close(self) -> None:
         """Flushes and closes every sink."""

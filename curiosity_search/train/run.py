@@ -371,7 +371,6 @@ def _loop(
                     + (f"iteration {last} ({store.directory / str(last)})" if last is not None
                        else "none")
                 )
-                log.message(message)
                 break
             if evaluation is not None and (
                 done or (cfg.eval.every and counters.iteration % cfg.eval.every == 0)
