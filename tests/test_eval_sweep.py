@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import sys
 from pathlib import Path
 
@@ -177,3 +178,70 @@ def test_sweep_main_dry_run(sweep_file: Path, tmp_path: Path, capsys) -> None:
 
     assert sweep_main(Args()) == 0
     assert "2 run(s) in shard 0/4 of tiny" in capsys.readouterr().out
+
+
+END_TO_END = """
+name: e2e
+base:
+  algorithm: gumbel
+  env: {name: tic_tac_toe}
+  train: {iterations: 2, batch_size: 8, updates_per_iteration: 2}
+  selfplay: {batch_size: 4, moves_per_iteration: 2}
+  search: {num_simulations: 2}
+  checkpoint: {every: 1, keep: 10}
+  eval: {every: 0, num_positions: 0}
+  logging: {tensorboard: false, progress: false}
+grid:
+  seed: [seed=0]
+evaluation:
+  reference: [solver]
+  opponents: [random]
+  games: 4
+  opening_moves: 1
+  simulations: [0]
+"""
+
+
+def test_sweep_end_to_end_with_fake_trainer(tmp_path: Path) -> None:
+    """Train (fake trainer) -> evaluate every checkpoint -> DONE -> plots, one compile."""
+    import functools
+
+    from _fake_trainer import FakeTrainer
+
+    from curiosity_search.eval.evaluation import evaluate_run
+    from curiosity_search.eval.plots import make_plots
+    from curiosity_search.train.run import train
+
+    trainers: list[FakeTrainer] = []
+
+    def build(cfg):
+        trainers.append(FakeTrainer(cfg))
+        return trainers[-1]
+
+    path = tmp_path / "e2e.yaml"
+    path.write_text(END_TO_END)
+    sweep = load_sweep(path, tmp_path / "results")
+    failed = run_sweep(
+        sweep,
+        train_fn=functools.partial(train, build_trainer=build),
+        evaluate_fn=functools.partial(evaluate_run, build_trainer=build),
+        out=lambda s: None,
+    )
+    assert failed == []
+    run_dir = sweep.run_dir(sweep.runs[0])
+    assert run_status(run_dir) == "done"
+    with open(run_dir / "eval.csv", newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    assert [(r["iteration"], r["player_b"], r["reference"]) for r in rows] == [
+        ("1", "solver", "1"),
+        ("1", "random", "0"),
+        ("2", "solver", "1"),
+        ("2", "random", "0"),
+    ]
+    assert all(float(r["train_flops"]) > 0 and float(r["wall_time_s"]) > 0 for r in rows)
+    assert {r["role"] for r in rows} == {"apprentice"} and rows[0]["algorithm"] == "gumbel"
+    assert all(int(r["games"]) == 4 for r in rows)
+    # The act function is traced once for both checkpoints and both opponents.
+    assert trainers[-1].act_traces == {0: 1}
+    paths = make_plots([sweep.root], tmp_path / "figures")
+    assert any(p.name == "win_rate_vs_flops.png" for p in paths)

@@ -16,6 +16,8 @@ Player specs (``parse_player``):
                            ``@SIMS`` means the raw policy (0 simulations, the apprentice),
                            ``@32`` the network with its search rule at 32 simulations.
 - ``htp:COMMAND``          an external HTP engine, e.g. ``htp:mohex --use-logfile=0``.
+
+A bare existing directory (``DIR`` or ``DIR@SIMS``) is read as ``checkpoint:``.
 """
 
 from __future__ import annotations
@@ -298,6 +300,10 @@ def parse_player(spec: str, game: GameSpec, env: Any = None) -> Any:
         if game.name != "hex" or size is None:
             raise ValueError(f"htp players need game 'hex' with a size; got {game}")
         return HtpPlayer(arg, size=int(size), swap=bool(dict(game.kwargs).get("swap", False)))
+    head, at, tail = spec.rpartition("@")
+    path, sims = (head, int(tail)) if at and tail.isdigit() else (spec, 0)
+    if os.path.isdir(path):  # a bare run directory or checkpoint folder
+        return checkpoint_player(path, sims)
     raise ValueError(
         f"unknown player spec {spec!r}; allowed: random, mcts:SIMS, solver, "
         "checkpoint:DIR[@SIMS], htp:COMMAND"

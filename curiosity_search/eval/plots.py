@@ -148,6 +148,14 @@ def _sort_key(value: str) -> tuple:
     return (0, float(value), "") if _number(value) == _number(value) else (1, 0.0, value)
 
 
+def _log_x(ax: Any) -> None:
+    """Log-scales x when the panel has data (an empty panel says so instead)."""
+    if ax.has_data():
+        ax.set_xscale("log")
+    else:
+        ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes)
+
+
 def _panels(plt: Any, count: int) -> tuple[Any, np.ndarray]:
     cols = min(count, 3)
     rows = max(1, math.ceil(count / cols))
@@ -188,8 +196,8 @@ def _score_figure(
                         alpha=0.15,
                         linewidth=0,
                     )
+        _log_x(ax)
         ax.axhline(0.5, color="grey", linestyle=":", linewidth=1, label="perfect play (no swap)")
-        ax.set_xscale("log")
         ax.set_ylim(-0.02, 1.02)
         ax.set_xlabel(x_label)
         ax.set_ylabel("score vs reference")
@@ -247,7 +255,7 @@ def entropy_figure(plt: Any, metric_rows: list[dict], out: Path) -> list[dict]:
                 style,
                 label=f"{algorithm}, board {board}",
             )
-        ax.set_xscale("log")
+        _log_x(ax)
         ax.set_xlabel(x_label)
         ax.set_ylabel(f"{key.split('/')[-1].replace('_', ' ')}")
         ax.set_title(key)
@@ -260,6 +268,11 @@ def entropy_figure(plt: Any, metric_rows: list[dict], out: Path) -> list[dict]:
     plt.close(fig)
     _write_csv(out / "entropy_vs_flops.csv", table or [{"metric": ""}])
     return table
+
+
+def _fit_role(table: Sequence[dict]) -> str:
+    """The role whose Elo curves are drawn and fitted: expert, else apprentice."""
+    return "expert" if any(t["role"] == "expert" for t in table) else "apprentice"
 
 
 def elo_table(eval_rows: Sequence[dict]) -> tuple[list[dict], list[dict]]:
@@ -302,7 +315,7 @@ def elo_table(eval_rows: Sequence[dict]) -> tuple[list[dict], list[dict]]:
                     "elo_stderr": fit.stderr[r["player_a"]],
                 }
             )
-        mine = [t for t in table if t["board_size"] == board and t["role"] == "expert"]
+        mine = [t for t in table if t["board_size"] == board and t["role"] == _fit_role(table)]
         x_key, _ = _x_key(mine)
         try:
             f = fit_frontier([t[x_key] for t in mine], [t["elo"] for t in mine])
@@ -334,7 +347,7 @@ def elo_figure(plt: Any, eval_rows: Sequence[dict], out: Path) -> None:
     fig, ax = plt.subplots(figsize=(7.5, 5.0))
     markers = {"gumbel": "o", "curiosity": "s", "alphazero": "^", "exit": "D"}
     for t in table:
-        if t["role"] == "expert" and _number(t[x_key]) > 0:
+        if t["role"] == _fit_role(table) and _number(t[x_key]) > 0:
             ax.errorbar(
                 t[x_key],
                 t["elo"],
@@ -355,8 +368,8 @@ def elo_figure(plt: Any, eval_rows: Sequence[dict], out: Path) -> None:
     for algorithm, marker in markers.items():
         if any(t["algorithm"] == algorithm for t in table):
             ax.plot([], [], marker, color="grey", linestyle="none", label=algorithm)
+    _log_x(ax)
     ax.axhline(0, color="grey", linestyle=":", linewidth=1)
-    ax.set_xscale("log")
     ax.set_xlabel(x_label)
     ax.set_ylabel("Elo (0 = reference / perfect play)")
     ax.set_title("Elo vs training compute, frontier min(0, max(incline, plateau))")
