@@ -13,7 +13,7 @@ import pytest
 from _fake_trainer import FakeTrainer
 
 from curiosity_search.config import ConfigError, config_from_dict, load_config, save_config
-from curiosity_search.train import run
+from curiosity_search.train import run, run_dir
 from curiosity_search.train.checkpoint import CheckpointStore, checkpoint_dir
 from curiosity_search.train.metrics_log import read_rows
 
@@ -93,7 +93,7 @@ def test_workdir_rules(tmp_path):
     run.train(cfg, tmp_path, build_trainer=fake())
     with pytest.raises(run.RunDirError, match="--resume"):
         run.train(cfg, tmp_path, build_trainer=fake())
-    changed = config_from_dict({**run._config_dict(cfg), "seed": 4})
+    changed = config_from_dict({**run_dir.config_dict(cfg), "seed": 4})
     with pytest.raises(run.RunDirError, match=r"seed: 3 -> 4"):
         run.train(changed, tmp_path, resume=True, build_trainer=fake())
     cosine = tiny_config(optimizer={"schedule": "cosine"})

@@ -15,11 +15,11 @@ Run directory (``workdir``)::
     checkpoints/<n>/   orbax checkpoints after n iterations (``checkpoint.every``, end)
     evaluation.json    the final evaluation (where the game has an exact solver)
 
-Rules: a fresh run refuses a workdir that already holds checkpoints or metrics (resume
-it with ``resume=True``, or pick another / delete it); a resume refuses a config that
-differs from the checkpointed one except in ``RESUMABLE_KEYS`` (so a finished run can be
-extended by raising ``train.iterations``). A non-finite loss stops the run without
-saving the bad state; the last checkpoint stays the latest, and ``train_main`` exits 1.
+Which workdirs a run may use and what a resume may change: see ``run_dir``. A resume
+restores the latest complete checkpoint, drops the metrics rows after it and continues;
+its rows equal an uninterrupted run's except for the timing keys (``TIMING_KEYS``).
+A non-finite loss stops the run without saving the bad state; the last checkpoint stays
+the latest, and ``train_main`` exits 1.
 """
 
 from __future__ import annotations
@@ -42,28 +42,23 @@ from curiosity_search.train.checkpoint import (
     HostCounters,
     checkpoint_dir,
 )
-from curiosity_search.train.metrics_log import (
-    METRICS_FILENAME,
-    MetricsLog,
-    read_rows,
-    truncate_rows,
+from curiosity_search.train.metrics_log import METRICS_FILENAME, MetricsLog, truncate_rows
+from curiosity_search.train.run_dir import (
+    CONFIG_FILENAME,
+    RESUMABLE_KEYS,
+    RunDirError,
+    config_dict,
+    prepare_workdir,
 )
 from curiosity_search.train.solver_eval import SolverEvaluation, make_solver_evaluation
 
-CONFIG_FILENAME = "config.yaml"
 EVALUATION_FILENAME = "evaluation.json"
-# Config keys (dotted prefixes) a resumed run may change: they do not affect the state.
-RESUMABLE_KEYS = ("name", "train.iterations", "train.time_limit_s", "logging", "checkpoint")
-# Fold-in indices of the key streams that are not iterations (iterations count from 0).
+# Fold-in index of the init key stream (iterations use 0, 1, 2, ...).
 INIT_STREAM = 2**31 - 1
 # Row keys that measure time: the only ones that differ between identical runs.
 TIMING_KEYS = ("wall_time_s", "iteration_time_s", "positions_per_s")
 
 Status = Literal["completed", "time_limit", "nonfinite"]
-
-
-class RunDirError(RuntimeError):
-    """The run directory cannot be used as asked (occupied, missing, other config)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -99,43 +94,6 @@ class RunResult:
 
 
 # ----------------------------------------------------------------------------- helpers
-def _flatten(tree: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    flat: dict[str, Any] = {}
-    for key, value in tree.items():
-        path = f"{prefix}.{key}" if prefix else str(key)
-        if isinstance(value, Mapping):
-            flat.update(_flatten(value, path))
-        else:
-            flat[path] = value
-    return flat
-
-
-def config_differences(saved: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:
-    """Dotted keys whose values differ between two config dicts, minus ``RESUMABLE_KEYS``.
-
-    Each entry reads ``key: saved -> current``.
-    """
-    old, new = _flatten(saved), _flatten(current)
-
-    def resumable(key: str) -> bool:
-        return any(key == p or key.startswith(p + ".") for p in RESUMABLE_KEYS)
-
-    diffs = []
-    for key in sorted(set(old) | set(new)):
-        if resumable(key):
-            continue
-        a, b = old.get(key, "<absent>"), new.get(key, "<absent>")
-        if _normalise(a) != _normalise(b):
-            diffs.append(f"{key}: {a!r} -> {b!r}")
-    return diffs
-
-
-def _normalise(value: Any) -> Any:
-    if isinstance(value, list | tuple):
-        return tuple(_normalise(v) for v in value)
-    return value
-
-
 def first_nonfinite(metrics: Mapping[str, Any]) -> tuple[str, float] | None:
     """The first loss metric (name containing ``loss``) that is NaN or inf, if any."""
     for key in sorted(metrics):
@@ -215,54 +173,6 @@ def make_compute_model(cfg: Any, trainer: Any, params: Any) -> ComputeModel:
     )
 
 
-# ----------------------------------------------------------------------------- run dir
-def _config_dict(cfg: Any) -> dict[str, Any]:
-    from curiosity_search.config import config_to_dict
-
-    return config_to_dict(cfg)
-
-
-def prepare_workdir(
-    cfg: Any, workdir: Path, resume: bool, store: CheckpointStore
-) -> HostCounters | None:
-    """Checks ``workdir`` against the request; returns the counters to resume from.
-
-    Returns ``None`` when the run starts from iteration 0. Raises ``RunDirError``.
-    """
-    metrics = workdir / METRICS_FILENAME
-    has_rows = bool(read_rows(metrics))
-    latest = store.latest_step()
-    if not resume:
-        if latest is not None or has_rows:
-            raise RunDirError(
-                f"{workdir} already holds a run ({'checkpoints' if latest else 'metrics'} "
-                f"found); continue it with --resume, or choose another --workdir, or "
-                f"delete it first"
-            )
-        return None
-    if latest is None:
-        if has_rows:
-            print(f"note: {workdir} has no complete checkpoint; restarting from iteration 0",
-                  file=sys.stderr)
-        return None
-    counters = store.restore_counters(latest)
-    current = _config_dict(cfg)
-    diffs = config_differences(counters.config, current)
-    saved_iterations = counters.config.get("train", {}).get("iterations")
-    if saved_iterations != cfg.train.iterations and cfg.optimizer.schedule != "constant":
-        diffs.append(
-            f"train.iterations: {saved_iterations!r} -> {cfg.train.iterations!r} "
-            f"(the {cfg.optimizer.schedule} learning-rate schedule spans the run's iterations)"
-        )
-    if diffs:
-        raise RunDirError(
-            f"cannot resume {workdir}: the config differs from the checkpointed run in "
-            f"{len(diffs)} key(s): " + "; ".join(diffs)
-            + " (only " + ", ".join(RESUMABLE_KEYS) + " may change on resume)"
-        )
-    return counters
-
-
 # ----------------------------------------------------------------------------- loop
 def train(
     cfg: Any,
@@ -292,7 +202,7 @@ def train(
     store = CheckpointStore(checkpoint_dir(workdir), keep=cfg.checkpoint.keep)
     try:
         restored = prepare_workdir(cfg, workdir, resume, store)
-        config_dict = _config_dict(cfg)
+        resolved = config_dict(cfg)
         if lead:
             save_config(cfg, workdir / CONFIG_FILENAME)
             truncate_rows(workdir / METRICS_FILENAME, restored.iteration if restored else 0)
@@ -300,10 +210,10 @@ def train(
         root = jax.random.key(cfg.seed)
         state = jax.jit(trainer.init)(jax.random.fold_in(root, INIT_STREAM))
         if restored is None:
-            counters = HostCounters(iteration=0, config=config_dict)
+            counters = HostCounters(iteration=0, config=resolved)
         else:
             state, counters = store.restore(state, restored.iteration)
-            counters = dataclasses.replace(counters, config=config_dict)
+            counters = dataclasses.replace(counters, config=resolved)
         compute = make_compute_model(cfg, trainer, state.params)
         evaluation = make_solver_evaluation(cfg, trainer)
         return _loop(cfg, workdir, trainer, state, counters, compute, evaluation, store, lead)
@@ -458,3 +368,15 @@ def train_main(args: argparse.Namespace) -> int:
     if jax.process_index() == 0:
         print(result.message, file=sys.stderr if not result.ok else sys.stdout, flush=True)
     return 0 if result.ok else 1
+
+
+__all__ = [
+    "RESUMABLE_KEYS",
+    "TIMING_KEYS",
+    "ComputeModel",
+    "RunDirError",
+    "RunResult",
+    "first_nonfinite",
+    "train",
+    "train_main",
+]
