@@ -202,14 +202,19 @@ evaluation:
 """
 
 
-def test_sweep_end_to_end_with_fake_trainer(tmp_path: Path) -> None:
-    """Train (fake trainer) -> evaluate every checkpoint -> DONE -> plots, one compile."""
+def test_sweep_end_to_end_with_fake_trainer(tmp_path: Path, monkeypatch) -> None:
+    """Train (fake trainer) -> evaluate every checkpoint -> DONE -> plots, one compile;
+    then ``curiosity-search eval`` on the finished run."""
     import functools
+    from types import SimpleNamespace
 
     from _fake_trainer import FakeTrainer
 
+    import curiosity_search
+    from curiosity_search.eval.arena import eval_main
     from curiosity_search.eval.evaluation import evaluate_run
     from curiosity_search.eval.plots import make_plots
+    from curiosity_search.train import agent as agent_module
     from curiosity_search.train.run import train
 
     trainers: list[FakeTrainer] = []
@@ -221,13 +226,14 @@ def test_sweep_end_to_end_with_fake_trainer(tmp_path: Path) -> None:
     path = tmp_path / "e2e.yaml"
     path.write_text(END_TO_END)
     sweep = load_sweep(path, tmp_path / "results")
+    messages: list[str] = []
     failed = run_sweep(
         sweep,
         train_fn=functools.partial(train, build_trainer=build),
         evaluate_fn=functools.partial(evaluate_run, build_trainer=build),
-        out=lambda s: None,
+        out=messages.append,
     )
-    assert failed == []
+    assert failed == [], messages
     run_dir = sweep.run_dir(sweep.runs[0])
     assert run_status(run_dir) == "done"
     with open(run_dir / "eval.csv", newline="") as handle:
@@ -245,3 +251,14 @@ def test_sweep_end_to_end_with_fake_trainer(tmp_path: Path) -> None:
     assert trainers[-1].act_traces == {0: 1}
     paths = make_plots([sweep.root], tmp_path / "figures")
     assert any(p.name == "win_rate_vs_flops.png" for p in paths)
+
+    monkeypatch.setattr(
+        curiosity_search,
+        "load_agent",
+        functools.partial(agent_module.load_agent, build_trainer=build),
+    )
+    args = SimpleNamespace(checkpoint=run_dir, opponent="random", games=4, simulations=0, seed=0)
+    assert eval_main(args) == 0
+    with open(run_dir / "arena.csv", newline="") as handle:
+        (row,) = list(csv.DictReader(handle))
+    assert (row["player_b"], row["games"], row["iteration"]) == ("random", "4", "2")
