@@ -1,8 +1,17 @@
 """Where a run's numbers go: ``metrics.jsonl``, TensorBoard event files, a progress bar.
 
-``metrics.jsonl`` holds one JSON object per completed iteration (``iteration`` is the
-1-based count of completed iterations), written and flushed as soon as the iteration
-ends, so a killed run loses nothing it had finished. Non-finite floats are written as
+``metrics.jsonl`` holds one JSON object per completed iteration, written and flushed as
+soon as the iteration ends, so a killed run loses nothing it had finished. Keys:
+
+- ``iteration``: the 1-based count of completed iterations;
+- ``wall_time_s``: training wall time so far (the compiled iterations, the first one's
+  compilation included; evaluation and checkpointing excluded), summed over sessions;
+  ``iteration_time_s`` and ``positions_per_s`` for this iteration alone;
+- ``positions``: self-play positions generated so far; ``train_flops``: the estimated
+  network FLOPs so far (``run.ComputeModel``);
+- every scalar metric the trainer returns (``loss``, ``policy_loss``, ``grad_norm``...);
+- ``eval/...`` on evaluation iterations (``solver_eval``).
+ Non-finite floats are written as
 ``null`` (strict JSON). On resume the rows after the restored checkpoint are dropped
 (:func:`truncate_rows`) so every iteration appears exactly once, and TensorBoard purges
 its events from the same step on.

@@ -95,9 +95,13 @@ class RunResult:
 
 # ----------------------------------------------------------------------------- helpers
 def first_nonfinite(metrics: Mapping[str, Any]) -> tuple[str, float] | None:
-    """The first loss metric (name containing ``loss``) that is NaN or inf, if any."""
+    """The first watched metric that is NaN or inf, if any.
+
+    Watched: every metric whose name contains ``loss`` and the gradient norm
+    (``grad_norm``), which turns non-finite as soon as the parameters are poisoned.
+    """
     for key in sorted(metrics):
-        if "loss" not in key:
+        if "loss" not in key and not key.endswith("grad_norm"):
             continue
         value = float(metrics[key])
         if not math.isfinite(value):
