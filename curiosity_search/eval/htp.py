@@ -377,6 +377,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--size", type=int, default=11, help="initial board size (default 11)")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
+    from curiosity_search.compilation_cache import enable_compilation_cache
+
+    enable_compilation_cache()
     if args.checkpoint:
         engine = checkpoint_engine(args.checkpoint, args.simulations, args.seed)
     else:
