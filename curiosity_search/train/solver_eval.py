@@ -106,7 +106,7 @@ def make_solver_evaluation(cfg: Any, trainer: Any) -> SolverEvaluation | None:
     else:
         rate_fn = jax.jit(solution.optimal_move_rate)
     act_fns = {0: jax.jit(trainer.make_act_fn(0))}
-    if cfg.search.eval_num_simulations > 0 and (cfg.search.num_simulations or 0) > 0:
+    if cfg.search.eval_num_simulations > 0:  # reinforce too: its rule is for evaluation
         n = cfg.search.eval_num_simulations
         act_fns[n] = jax.jit(trainer.make_act_fn(n))
     return SolverEvaluation(
