@@ -34,10 +34,16 @@ OURS: dict[str, tuple[Callable[..., Any], str]] = {
     "puct_alphago": (functools.partial(policies.puct_policy, formula="alphago"), "mctx_muzero"),
     "exit": (policies.exit_policy, "mctx_muzero"),
     "gumbel": (policies.gumbel_policy, "mctx_gumbel"),
+    # No root noise: we skip the Dirichlet draw, mctx still makes it.
+    "puct_nonoise": (
+        functools.partial(policies.puct_policy, dirichlet_fraction=0.0),
+        "mctx_muzero_nonoise",
+    ),
 }
 MCTX: dict[str, Callable[..., Any]] = {
     "mctx_muzero": mctx.muzero_policy,
     "mctx_gumbel": mctx.gumbel_muzero_policy,
+    "mctx_muzero_nonoise": functools.partial(mctx.muzero_policy, dirichlet_fraction=0.0),
 }
 
 
@@ -87,19 +93,25 @@ def make_hex_model(hidden: int = 64, seed: int = 0):
     return params, root_fn, recurrent_fn
 
 
-def _time(fn, *args, repeats: int) -> float:
-    jax.block_until_ready(fn(*args))  # compile + warm up
-    start = time.perf_counter()
+def _interleaved_min_seconds(runs: dict[str, Callable[[], Any]], repeats: int) -> dict[str, float]:
+    """Compiles and warms every run, then times them in interleaved rounds; keeps the
+    fastest round of each (robust to other processes sharing the CPU)."""
+    for run in runs.values():
+        jax.block_until_ready(run())
+    best = {name: float("inf") for name in runs}
     for _ in range(repeats):
-        jax.block_until_ready(fn(*args))
-    return (time.perf_counter() - start) / repeats
+        for name, run in runs.items():
+            start = time.perf_counter()
+            jax.block_until_ready(run())
+            best[name] = min(best[name], time.perf_counter() - start)
+    return best
 
 
 def bench_search(
     batch_sizes: Sequence[int] = (64, 256),
     num_simulations: Sequence[int] = (32, 128),
-    rules: Sequence[str] = ("puct", "gumbel", "exit", "puct_alphago"),
-    repeats: int = 3,
+    rules: Sequence[str] = ("puct", "gumbel", "exit", "puct_alphago", "puct_nonoise"),
+    repeats: int = 5,
     hidden: int = 64,
     out_dir: str | Path | None = "results/bench",
     print_fn: Callable[[str], None] | None = print,
@@ -109,7 +121,8 @@ def bench_search(
     Args:
       batch_sizes, num_simulations: the grid (each point compiles every policy once).
       rules: names in ``OURS``; their mctx counterparts are always measured.
-      repeats: timed searches per point after one warm-up call.
+      repeats: timed rounds per point after one warm-up call; each policy keeps its
+        fastest round (rounds interleave the policies, so load spikes hit all alike).
       hidden: MLP width.
       out_dir: where ``search_<device>.csv`` goes (None: no file).
       print_fn: progress and ratio lines (None: silent).
@@ -127,25 +140,30 @@ def bench_search(
     for batch in batch_sizes:
         root, invalid = jax.jit(root_fn, static_argnums=2)(params, jax.random.PRNGKey(1), batch)
         for sims in num_simulations:
-            measured: dict[str, dict[str, Any]] = {}
-            for name in [*baselines, *rules]:
+            names = [*baselines, *rules]
+            runs, outputs = {}, {}
+            for name in names:
                 policy = MCTX[name] if name in MCTX else OURS[name][0]
                 run = jax.jit(
                     lambda p, k, r, i, policy=policy, sims=sims: policy(
                         p, k, r, recurrent_fn, sims, invalid_actions=i
                     )
                 )
-                seconds = _time(run, params, jax.random.PRNGKey(2), root, invalid,
-                                repeats=repeats)
-                tree = run(params, jax.random.PRNGKey(2), root, invalid).search_tree
+                runs[name] = functools.partial(
+                    run, params, jax.random.PRNGKey(2), root, invalid
+                )
+            seconds = _interleaved_min_seconds(runs, repeats)
+            measured: dict[str, dict[str, Any]] = {}
+            for name in names:
+                outputs[name] = runs[name]()
                 row = {
                     "policy": name,
                     "baseline": name if name in MCTX else OURS[name][1],
                     "batch": batch,
                     "num_simulations": sims,
-                    "seconds": seconds,
-                    "sims_per_sec": batch * sims / seconds,
-                    "tree_bytes": tree_nbytes(tree),
+                    "seconds": seconds[name],
+                    "sims_per_sec": batch * sims / seconds[name],
+                    "tree_bytes": tree_nbytes(outputs[name].search_tree),
                     "device": device,
                 }
                 base = measured.get(row["baseline"], row)
@@ -175,7 +193,7 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--batch", type=int, nargs="+", default=[64, 256])
     parser.add_argument("--sims", type=int, nargs="+", default=[32, 128])
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--out-dir", default="results/bench")
     args = parser.parse_args()
     bench_search(args.batch, args.sims, repeats=args.repeats, out_dir=args.out_dir)
