@@ -11,12 +11,23 @@ from train_fixtures import tiny_trainer
 
 from curiosity_search.train.state import TrainState
 
+SLOW = pytest.mark.slow
 
-@pytest.fixture(scope="module", params=["gumbel", "alphazero"])
+
+@pytest.fixture(
+    scope="module",
+    params=[
+        "gumbel",
+        pytest.param("alphazero", marks=SLOW),
+        pytest.param("exit", marks=SLOW),
+        pytest.param("reinforce", marks=SLOW),
+    ],
+)
 def run(request):
     """A tiny trainer, and its state and metrics after 3 iterations."""
     chex.clear_trace_counter()
-    trainer = tiny_trainer(request.param)
+    extra = ("search.num_simulations=0",) if request.param == "reinforce" else ()
+    trainer = tiny_trainer(request.param, *extra)
     iteration = jax.jit(chex.assert_max_traces(trainer.iteration, n=1), donate_argnums=0)
     state = trainer.init(jax.random.key(0))
     history = []

@@ -16,6 +16,8 @@
       confident the belief should be.
 - Action-value beliefs (curiosity with ``action_values``): KL in bits from each
   expanded root child's search belief, averaged over the expanded children.
+- REINFORCE (algorithm ``reinforce``, no search): ``train.reinforce.reinforce_loss``,
+  the played move's log-probability weighted by ``z - v(s)``, plus the value MSE.
 Every per-position loss is averaged over the batch entries with ``valid == True``.
 """
 
@@ -142,13 +144,44 @@ def compute_losses(
     return loss, metrics
 
 
+def compute_reinforce_losses(
+    output: Any, batch: Positions, *, value_weight: float
+) -> tuple[jax.Array, dict[str, jax.Array]]:
+    """REINFORCE with the value head as baseline (``train.reinforce``) on ``batch [N]``.
+
+    The played move is the argmax of the one-hot ``chosen_action`` policy target and
+    the return is the outcome ``z`` in ``value_target``.
+    """
+    from curiosity_search.train.reinforce import reinforce_loss
+
+    loss, metrics = reinforce_loss(
+        output.policy_logits,
+        batch.legal_action_mask,
+        jnp.argmax(batch.policy_target, axis=-1),
+        batch.value_target,
+        output.value,
+        output.value,
+        mask=batch.valid,
+        value_weight=value_weight,
+    )
+    metrics["policy_entropy_bits"] = metrics.pop("entropy") / LN2
+    metrics["value_mse"] = metrics["value_loss"]
+    return loss, metrics
+
+
 def make_loss_fn(
-    apply_fn: Callable[[Any, jax.Array], Any], train_cfg: Any
+    apply_fn: Callable[[Any, jax.Array], Any], train_cfg: Any, *, reinforce: bool = False
 ) -> Callable[[Any, Positions], tuple[jax.Array, dict[str, jax.Array]]]:
-    """``loss_fn(params, batch [N]) -> (loss, metrics)`` with the config's weights bound."""
+    """``loss_fn(params, batch [N]) -> (loss, metrics)`` with the config's weights bound.
+
+    ``reinforce``: the policy-gradient loss of ``train.reinforce`` instead of the
+    search-target losses (static).
+    """
 
     def loss_fn(params: Any, batch: Positions) -> tuple[jax.Array, dict[str, jax.Array]]:
         output = apply_fn(params, batch.observation)
+        if reinforce:
+            return compute_reinforce_losses(output, batch, value_weight=train_cfg.value_loss_weight)
         return compute_losses(
             output,
             batch,

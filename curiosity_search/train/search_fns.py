@@ -98,58 +98,43 @@ def make_recurrent_fn(network: Any, env: Any) -> Callable[..., tuple[mctx.Recurr
     return recurrent_fn
 
 
-def _search_module_policy(name: str, fallback: Callable[..., Any] | None) -> Callable[..., Any]:
-    """Our search kernel's policy ``name`` if it has landed, else mctx's ``fallback``."""
-    try:
-        from curiosity_search import search as search_module
-
-        return getattr(search_module, name)
-    except (ImportError, AttributeError):
-        if fallback is None:
-            raise NotImplementedError(f"curiosity_search.search.{name} is not available") from None
-        return fallback
-
-
 def make_policy(search_cfg: Any, *, self_play: bool) -> Callable[..., Any]:
     """The search policy for ``search_cfg.rule`` with its hyperparameters bound.
 
     Self-play adds exploration (PUCT root Dirichlet noise, Gumbel noise); evaluation
     (``self_play=False``) turns it off so that agents are deterministic.
     """
+    from curiosity_search import search as search_lib
+
     rule = search_cfg.rule
     max_depth = getattr(search_cfg, "max_depth", None) or None
     if rule == "puct":
-        policy = _search_module_policy("puct_policy", mctx.muzero_policy)
-        if getattr(search_cfg, "puct_form", "muzero") == "alphago":
-            pb_c_init, pb_c_base = search_cfg.c_puct, 1e30  # log term vanishes
-        else:
-            pb_c_init, pb_c_base = search_cfg.pb_c_init, search_cfg.pb_c_base
         return functools.partial(
-            policy,
+            search_lib.puct_policy,
             max_depth=max_depth,
             dirichlet_fraction=search_cfg.dirichlet_fraction if self_play else 0.0,
             dirichlet_alpha=search_cfg.dirichlet_alpha,
-            pb_c_init=pb_c_init,
-            pb_c_base=pb_c_base,
-            temperature=1.0,
+            pb_c_init=search_cfg.pb_c_init,
+            pb_c_base=search_cfg.pb_c_base,
+            formula=search_cfg.puct_form,
+            c_puct=search_cfg.c_puct,
         )
     if rule == "gumbel":
-        policy = _search_module_policy("gumbel_policy", mctx.gumbel_muzero_policy)
-        qtransform = functools.partial(
-            mctx.qtransform_completed_by_mix_value,
-            value_scale=search_cfg.c_scale,
-            maxvisit_init=search_cfg.c_visit,
-        )
         return functools.partial(
-            policy,
+            search_lib.gumbel_policy,
             max_depth=max_depth,
-            qtransform=qtransform,
             max_num_considered_actions=search_cfg.max_num_considered_actions,
             gumbel_scale=search_cfg.gumbel_scale if self_play else 0.0,
+            c_visit=search_cfg.c_visit,
+            c_scale=search_cfg.c_scale,
         )
     if rule == "uct_p_nn":
-        policy = _search_module_policy("exit_policy", None)
-        return functools.partial(policy, max_depth=max_depth)
+        return functools.partial(
+            search_lib.exit_policy,
+            max_depth=max_depth,
+            c_b=search_cfg.uct_c,
+            w_a=search_cfg.w_a,
+        )
     if rule == "curiosity":
         from curiosity_search.search.curiosity import curiosity_policy
 

@@ -135,7 +135,9 @@ class Trainer:
         self, params: Any, opt_state: Any, key: jax.Array, replay: replay_lib.ReplayBuffer
     ) -> tuple[Any, Any, dict[str, jax.Array]]:
         """One optimizer step on ``N`` positions sampled uniformly from the replay."""
-        loss_fn = make_loss_fn(self.network.apply, self.cfg.train)
+        loss_fn = make_loss_fn(
+            self.network.apply, self.cfg.train, reinforce=self.cfg.algorithm == "reinforce"
+        )
         batch = replay_lib.sample(key, replay, self.train_batch_size)
         (_, metrics), grads = jax.value_and_grad(loss_fn, has_aux=True)(params, batch)
         updates, new_opt_state = self.optimizer.update(grads, opt_state, params)
@@ -240,13 +242,16 @@ def build_trainer(
     rule = cfg.search.rule
     action_values = bool(getattr(cfg.network, "action_values", False)) and rule == "curiosity"
     search = make_search(cfg.search, network, env, cfg.search.num_simulations, self_play=True)
+    max_game_length = sp.max_game_length or env.num_actions
+    # REINFORCE samples every move from its policy (on-policy returns).
+    sampling_moves = max_game_length if cfg.algorithm == "reinforce" else sp.sampling_moves
     selfplay = SelfPlay(
         env=env,
         search=search,
         num_moves=sp.moves_per_iteration,
-        sampling_moves=sp.sampling_moves,
+        sampling_moves=sampling_moves,
         random_opening_moves=sp.random_opening_moves,
-        max_game_length=sp.max_game_length or env.num_actions,
+        max_game_length=max_game_length,
         policy_target=train.policy_target,
         value_target=train.value_target,
         action_beliefs=action_values,
