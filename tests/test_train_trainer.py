@@ -21,12 +21,16 @@ SLOW = pytest.mark.slow
         pytest.param("alphazero", marks=SLOW),
         pytest.param("exit", marks=SLOW),
         pytest.param("reinforce", marks=SLOW),
+        pytest.param("curiosity", marks=SLOW),
     ],
 )
 def run(request):
     """A tiny trainer, and its state and metrics after 3 iterations."""
     chex.clear_trace_counter()
-    extra = ("search.num_simulations=0",) if request.param == "reinforce" else ()
+    extra = {
+        "reinforce": ("search.num_simulations=0",),
+        "curiosity": ("network.value_head=dirichlet",),  # tic-tac-toe has draws
+    }.get(request.param, ())
     trainer = tiny_trainer(request.param, *extra)
     iteration = jax.jit(chex.assert_max_traces(trainer.iteration, n=1), donate_argnums=0)
     state = trainer.init(jax.random.key(0))
@@ -67,7 +71,14 @@ def test_selfplay_is_legal_and_resets_finished_games(run):
     assert data.valid.all()
     np.testing.assert_allclose(data.policy_target.sum(-1), 1.0, rtol=1e-5)
     assert not (data.policy_target * ~data.legal_action_mask).any()
-    assert set(np.unique(data.value_target)) <= {-1.0, 0.0, 1.0}
+    if trainer.selfplay.value_target == "outcome":
+        assert set(np.unique(data.value_target)) <= {-1.0, 0.0, 1.0}
+    else:
+        assert (np.abs(data.value_target) <= 1.0 + 1e-5).all()
+    if trainer.selfplay.value_target == "search_belief":
+        assert (data.belief_target > 0).all()
+    if trainer.selfplay.action_beliefs:
+        assert (data.action_belief_target > 0).all() and data.action_belief_mask.any()
 
 
 @pytest.mark.parametrize("num_simulations", [0, 4])

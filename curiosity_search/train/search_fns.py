@@ -59,40 +59,66 @@ def masked_logits(logits: jax.Array, legal_action_mask: jax.Array) -> jax.Array:
     return jnp.where(legal_action_mask, logits, jnp.finfo(logits.dtype).min)
 
 
-def make_root_fn(network: Any, env: Any) -> Callable[[Any, Any], mctx.RootFnOutput]:
-    """``root_fn(params, states [B]) -> RootFnOutput`` with the state as embedding."""
+def make_root_fn(network: Any, env: Any, *, beliefs: bool = False) -> Callable[[Any, Any], Any]:
+    """``root_fn(params, states [B]) -> RootFnOutput`` with the state as embedding.
+
+    ``beliefs`` (static): return the curiosity search's ``BeliefRootFnOutput``, adding
+    the network's ``value_belief [B, K]`` and ``action_beliefs [B, A, K]``.
+    """
     del env
 
-    def root_fn(params: Any, states: Any) -> mctx.RootFnOutput:
+    def root_fn(params: Any, states: Any) -> Any:
         output = network.apply(params, states.observation)
-        return mctx.RootFnOutput(
-            prior_logits=masked_logits(output.policy_logits, states.legal_action_mask),
-            value=output.value.astype(jnp.float32),
-            embedding=states,
-        )
+        prior_logits = masked_logits(output.policy_logits, states.legal_action_mask)
+        value = output.value.astype(jnp.float32)
+        if beliefs:
+            from curiosity_search.search.curiosity import BeliefRootFnOutput
+
+            return BeliefRootFnOutput(
+                prior_logits=prior_logits,
+                value=value,
+                embedding=states,
+                value_belief=output.value_belief,
+                action_beliefs=output.action_beliefs,
+            )
+        return mctx.RootFnOutput(prior_logits=prior_logits, value=value, embedding=states)
 
     return root_fn
 
 
-def make_recurrent_fn(network: Any, env: Any) -> Callable[..., tuple[mctx.RecurrentFnOutput, Any]]:
-    """``recurrent_fn(params, key, action [B], states [B]) -> (RecurrentFnOutput, states)``."""
+def make_recurrent_fn(
+    network: Any, env: Any, *, beliefs: bool = False
+) -> Callable[..., tuple[Any, Any]]:
+    """``recurrent_fn(params, key, action [B], states [B]) -> (RecurrentFnOutput, states)``.
 
-    def recurrent_fn(
-        params: Any, key: jax.Array, action: jax.Array, states: Any
-    ) -> tuple[mctx.RecurrentFnOutput, Any]:
+    ``beliefs`` (static): return ``BeliefRecurrentFnOutput`` with the new node's
+    network beliefs (the curiosity search replaces them by the exact result at
+    terminals).
+    """
+
+    def recurrent_fn(params: Any, key: jax.Array, action: jax.Array, states: Any) -> tuple:
         batch_size = action.shape[0]
         mover = states.current_player
         keys = jax.random.split(key, batch_size)
         next_states = jax.vmap(env.step)(states, action, keys)
         output = network.apply(params, next_states.observation)
-        reward = next_states.rewards[jnp.arange(batch_size), mover]
         terminated = next_states.terminated
-        recurrent_output = mctx.RecurrentFnOutput(
-            reward=reward.astype(jnp.float32),
+        fields = dict(
+            reward=next_states.rewards[jnp.arange(batch_size), mover].astype(jnp.float32),
             discount=jnp.where(terminated, 0.0, -1.0).astype(jnp.float32),
             prior_logits=masked_logits(output.policy_logits, next_states.legal_action_mask),
             value=jnp.where(terminated, 0.0, output.value).astype(jnp.float32),
         )
+        if beliefs:
+            from curiosity_search.search.curiosity import BeliefRecurrentFnOutput
+
+            recurrent_output = BeliefRecurrentFnOutput(
+                **fields,
+                value_belief=output.value_belief,
+                action_beliefs=output.action_beliefs,
+            )
+        else:
+            recurrent_output = mctx.RecurrentFnOutput(**fields)
         return recurrent_output, next_states
 
     return recurrent_fn
@@ -138,7 +164,14 @@ def make_policy(search_cfg: Any, *, self_play: bool) -> Callable[..., Any]:
     if rule == "curiosity":
         from curiosity_search.search.curiosity import curiosity_policy
 
-        return functools.partial(curiosity_policy, max_depth=max_depth)
+        return functools.partial(
+            curiosity_policy,
+            max_depth=max_depth,
+            kappa=search_cfg.kappa,
+            grid_size=search_cfg.grid_size,
+            belief_summary=search_cfg.belief_summary,
+            temperature=1.0 if self_play else 0.0,
+        )
     raise ValueError(f"unknown search rule {rule!r}")
 
 
@@ -172,8 +205,9 @@ def make_search(
     if num_simulations == 0:
         return raw_policy_search(network)
     policy = make_policy(search_cfg, self_play=self_play)
-    root_fn = make_root_fn(network, env)
-    recurrent_fn = make_recurrent_fn(network, env)
+    beliefs = search_cfg.rule == "curiosity"
+    root_fn = make_root_fn(network, env, beliefs=beliefs)
+    recurrent_fn = make_recurrent_fn(network, env, beliefs=beliefs)
 
     def search(params: Any, key: jax.Array, states: Any) -> SearchResult:
         root = root_fn(params, states)
@@ -194,7 +228,7 @@ def make_search(
             action=output.action.astype(jnp.int32),
             action_weights=weights.astype(jnp.float32),
             root_value=tree.node_values[:, mctx_root_index()].astype(jnp.float32),
-            network_value=root.value,
+            network_value=root.value.astype(jnp.float32),
             visit_distribution=visits,
             root_belief=getattr(output, "root_belief", None),
             child_beliefs=getattr(output, "child_beliefs", None),
