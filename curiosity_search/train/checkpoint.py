@@ -131,14 +131,19 @@ class CheckpointStore:
         """Saves ``state`` and ``counters`` as checkpoint ``counters.iteration``.
 
         Blocks until the checkpoint is on disk (and renamed into place). Saving an
-        iteration that already has a checkpoint is a no-op.
+        iteration that already has a checkpoint is a no-op. ``state`` may hold arrays
+        sharded over a mesh; in a multi-host run every process must call this (each
+        writes its own shards, process 0 the metadata and ``host/``).
         """
         if counters.iteration in self.steps():
             return
         stale = self.directory / str(counters.iteration)
         if stale.exists():  # an incomplete folder (e.g. hand-truncated): unusable anyway
             warnings.warn(f"replacing incomplete checkpoint folder {stale}", stacklevel=2)
-            shutil.rmtree(stale)
+            if jax.process_index() == 0:
+                shutil.rmtree(stale, ignore_errors=True)
+            if jax.process_count() > 1:
+                ocp.multihost.sync_global_processes("curiosity_search_stale_removed")
             self._manager.reload()
         self._manager.save(
             counters.iteration,
@@ -165,7 +170,9 @@ class CheckpointStore:
 
         Args:
           target_state: a ``TrainState`` of the right structure, shapes, dtypes and
-            shardings (e.g. a fresh ``trainer.init(key)``); its values are not used.
+            shardings (e.g. a fresh ``trainer.init(key)``, or ``jax.ShapeDtypeStruct``
+            leaves carrying the target ``sharding``); its values are not used. The
+            arrays come back with those shardings, whatever mesh saved them.
           step: which iteration to restore.
 
         Returns:

@@ -20,6 +20,16 @@ restores the latest complete checkpoint, drops the metrics rows after it and con
 its rows equal an uninterrupted run's except for the timing keys (``TIMING_KEYS``).
 A non-finite loss stops the run without saving the bad state; the last checkpoint stays
 the latest, and ``train_main`` exits 1.
+
+Devices: the run spans every device (``jax.devices()``, every host's in a multi-host
+run; see ``train.distributed`` and ``docs/multi_device.md``) through a 1-D ``data`` mesh
+(``train.sharding``): a ``TrainState``'s game batch and replay buffer are split across
+devices, parameters, optimizer state and counters replicated; the iteration is jitted
+with these shardings, the state donated. The results do not depend on the device count
+(up to float summation order). Checkpoints hold the global arrays and restore onto the
+current mesh, so a run may resume on a different number of devices. Only process 0
+writes ``config.yaml``, metrics, TensorBoard and the progress bar; every process takes
+part in each checkpoint save. Evaluation runs on each process's first local device.
 """
 
 from __future__ import annotations
@@ -30,11 +40,12 @@ import json
 import math
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
 import jax
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from curiosity_search.train.checkpoint import (
     CheckpointError,
@@ -50,6 +61,7 @@ from curiosity_search.train.run_dir import (
     config_dict,
     prepare_workdir,
 )
+from curiosity_search.train.sharding import make_mesh, state_shardings
 from curiosity_search.train.solver_eval import SolverEvaluation, make_solver_evaluation
 
 EVALUATION_FILENAME = "evaluation.json"
@@ -120,12 +132,63 @@ def _loss_value(metrics: Mapping[str, Any]) -> float | None:
 
 def _scalars(metrics: Mapping[str, Any]) -> dict[str, Any]:
     """Host copies of every scalar metric (non-scalars are dropped)."""
-    host = jax.device_get(dict(metrics))
+    host = jax.device_get(local_copy(dict(metrics)))
     out = {}
     for key, value in host.items():
         if getattr(value, "ndim", 0) == 0:
             out[key] = value.item() if hasattr(value, "item") else value
     return out
+
+
+# ----------------------------------------------------------------------------- devices
+def placement(abstract_state: Any, mesh: Mesh) -> Any:
+    """``NamedSharding``s for a state of the shape of ``abstract_state`` on ``mesh``.
+
+    A ``TrainState`` is split as ``sharding.state_shardings`` says; any other state
+    (a custom trainer's) is replicated.
+
+    Raises:
+      ConfigError: the game batch or replay capacity does not split across the devices.
+    """
+    from curiosity_search.train.state import TrainState
+
+    if isinstance(abstract_state, TrainState):
+        try:
+            return state_shardings(abstract_state, mesh)
+        except ValueError as error:
+            from curiosity_search.config import ConfigError
+
+            raise ConfigError(
+                f"cannot split the run over {mesh.devices.size} devices: {error}"
+            ) from error
+    replicated = NamedSharding(mesh, PartitionSpec())
+    return jax.tree.map(lambda _: replicated, abstract_state)
+
+
+def local_copy(tree: Any) -> Any:
+    """Copies of fully replicated arrays on this process's first local device.
+
+    Metrics and parameters come back from the mesh replicated; host reads, FLOP
+    accounting and evaluation use this process's copy (no collective needed).
+    """
+    device = jax.local_devices()[0]
+
+    def one(x: Any) -> Any:
+        if not isinstance(x, jax.Array) or x.sharding.device_set == {device}:
+            return x
+        if not x.is_fully_replicated:
+            raise ValueError(f"expected a replicated array, got sharding {x.sharding}")
+        return jax.device_put(x.addressable_shards[0].data, device)
+
+    return jax.tree.map(one, tree)
+
+
+def _sync(name: str) -> None:
+    """A barrier across the processes of a multi-host run (no-op with one process)."""
+    if jax.process_count() > 1:
+        from orbax.checkpoint import multihost
+
+        multihost.sync_global_processes(f"curiosity_search_{name}")
 
 
 # ----------------------------------------------------------------------------- compute
@@ -184,6 +247,7 @@ def train(
     resume: bool = False,
     *,
     build_trainer: Callable[[Any], Any] | None = None,
+    devices: Sequence[jax.Device] | None = None,
 ) -> RunResult:
     """Trains ``cfg`` in ``workdir``; see the module docstring for the rules.
 
@@ -192,10 +256,12 @@ def train(
       workdir: the run directory (created if missing).
       resume: continue from the latest checkpoint in ``workdir``.
       build_trainer: ``cfg -> Trainer`` (default ``train.trainer.build_trainer``).
+      devices: the devices to train on (default: all, ``jax.devices()``).
 
     Returns:
       a ``RunResult``. Raises ``RunDirError`` / ``CheckpointError`` for an unusable
-      run directory.
+      run directory, ``ConfigError`` when the game batch or the replay capacity does
+      not split evenly across the devices.
     """
     from curiosity_search.config import save_config
 
@@ -206,21 +272,37 @@ def train(
     store = CheckpointStore(checkpoint_dir(workdir), keep=cfg.checkpoint.keep)
     try:
         restored = prepare_workdir(cfg, workdir, resume, store)
+        _sync("workdir_checked")  # every process has read the run directory
         resolved = config_dict(cfg)
+        trainer = build_trainer(cfg)
+        mesh = make_mesh(devices)
+        init_key = jax.random.fold_in(jax.random.key(cfg.seed), INIT_STREAM)
+        abstract = jax.eval_shape(trainer.init, init_key)
+        shardings = placement(abstract, mesh)  # before any file is touched
         if lead:
             save_config(cfg, workdir / CONFIG_FILENAME)
             truncate_rows(workdir / METRICS_FILENAME, restored.iteration if restored else 0)
-        trainer = build_trainer(cfg)
-        root = jax.random.key(cfg.seed)
-        state = jax.jit(trainer.init)(jax.random.fold_in(root, INIT_STREAM))
         if restored is None:
+            state = jax.jit(trainer.init, out_shardings=shardings)(init_key)
             counters = HostCounters(iteration=0, config=resolved)
         else:
-            state, counters = store.restore(state, restored.iteration)
+            target = jax.tree.map(
+                lambda leaf, sharding: jax.ShapeDtypeStruct(leaf.shape, leaf.dtype,
+                                                            sharding=sharding),
+                abstract, shardings,
+            )
+            state, counters = store.restore(target, restored.iteration)
             counters = dataclasses.replace(counters, config=resolved)
-        compute = make_compute_model(cfg, trainer, state.params)
+        compute = make_compute_model(cfg, trainer, local_copy(state.params))
         evaluation = make_solver_evaluation(cfg, trainer)
-        return _loop(cfg, workdir, trainer, state, counters, compute, evaluation, store, lead)
+        replicated = NamedSharding(mesh, PartitionSpec())
+        step = jax.jit(
+            trainer.iteration,
+            in_shardings=(shardings, replicated),
+            out_shardings=(shardings, replicated),
+            donate_argnums=0,
+        )
+        return _loop(cfg, workdir, step, state, counters, compute, evaluation, store, lead)
     finally:
         store.close()
 
@@ -228,7 +310,7 @@ def train(
 def _loop(
     cfg: Any,
     workdir: Path,
-    trainer: Any,
+    step: Callable[[Any, jax.Array], tuple[Any, dict[str, jax.Array]]],
     state: Any,
     counters: HostCounters,
     compute: ComputeModel,
@@ -236,7 +318,6 @@ def _loop(
     store: CheckpointStore,
     lead: bool,
 ) -> RunResult:
-    step = jax.jit(trainer.iteration, donate_argnums=0)
     root = jax.random.key(cfg.seed)
     limit = cfg.train.time_limit_s
     total = cfg.train.iterations
@@ -289,7 +370,7 @@ def _loop(
             if evaluation is not None and (
                 done or (cfg.eval.every and counters.iteration % cfg.eval.every == 0)
             ):
-                latest_eval = evaluation(state.params, counters.iteration)
+                latest_eval = evaluation(local_copy(state.params), counters.iteration)
                 row.update(latest_eval)
             log.write(row)
             if done or counters.iteration % cfg.checkpoint.every == 0:
@@ -302,7 +383,7 @@ def _loop(
         else:
             message = f"completed {counters.iteration} iterations"
         if evaluation is not None and not latest_eval and counters.iteration > 0:
-            latest_eval = evaluation(state.params, counters.iteration)
+            latest_eval = evaluation(local_copy(state.params), counters.iteration)
         if latest_eval and lead:
             summary = {"iteration": counters.iteration, **latest_eval}
             (workdir / EVALUATION_FILENAME).write_text(json.dumps(summary, indent=2) + "\n")
@@ -343,10 +424,22 @@ def train_main(args: argparse.Namespace) -> int:
     ``runs/<config stem>``), ``args.resume``, and ``args.cfg`` when the CLI has already
     loaded the config (then ``config``/``set`` are not read again). Returns the
     exit code: 0 done (all iterations or the time limit), 1 stopped on a non-finite
-    loss, 2 unusable config or run directory.
+    loss, 2 unusable config, run directory or multi-host environment.
+
+    A multi-host run is started first (``distributed.maybe_initialize_distributed``,
+    from ``CURIOSITY_SEARCH_*`` environment variables), before any JAX computation.
     """
     from curiosity_search.config import ConfigError, load_config
+    from curiosity_search.train.distributed import (
+        DistributedError,
+        maybe_initialize_distributed,
+    )
 
+    try:
+        maybe_initialize_distributed()
+    except DistributedError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     resume = bool(getattr(args, "resume", False))
     workdir = getattr(args, "workdir", None)
     config_path = getattr(args, "config", None)
