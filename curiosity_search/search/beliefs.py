@@ -105,6 +105,36 @@ def dirac_belief(
     return floor + strength * one_hot
 
 
+def score_belief(
+    score: Array, num_outcomes: int, strength: float = 1e4, floor: float = 1.0
+) -> Array:
+    """Near-Dirac belief with a given exact expected outcome (``score`` in ``[0, 1]``).
+
+    Generalizes ``dirac_belief`` to fractional results (a bandit payoff, a proven
+    draw under K = 2): K = 2 puts ``strength * (s, 1 - s)`` on (win, loss); K = 3 puts
+    the strength on the two outcomes adjacent to ``s`` (win/draw above 1/2, draw/loss
+    below), so scores 1, 1/2, 0 give exactly ``dirac_belief`` of win, draw, loss.
+
+    Args:
+      score: ``[...]`` expected outcome for the player to move.
+      num_outcomes: K (2 or 3).
+
+    Returns:
+      ``[..., K]`` concentrations ``floor + strength * weights``.
+    """
+    score = jnp.clip(jnp.asarray(score, jnp.float32), 0.0, 1.0)
+    if num_outcomes == 2:
+        weights = jnp.stack([score, 1.0 - score], axis=-1)
+    elif num_outcomes == 3:
+        upper = score >= 0.5
+        win = jnp.where(upper, 2.0 * score - 1.0, 0.0)
+        loss = jnp.where(upper, 0.0, 1.0 - 2.0 * score)
+        weights = jnp.stack([win, 1.0 - win - loss, loss], axis=-1)
+    else:
+        raise ValueError(f"beliefs have K = 2 or 3 outcomes, got {num_outcomes}")
+    return floor + strength * weights
+
+
 def combine_with_prior(
     value_belief: Array, mixture_belief: Array, evidence: Array, kappa: Array | float
 ) -> Array:
@@ -151,12 +181,16 @@ def summarize_mixture(weights: Array, concentrations: Array, method: str = "aver
         raise ValueError(f"unknown mixture summary {method!r}")
     strength = jnp.sum(concentrations, axis=-1, keepdims=True)
     mean = concentrations / jnp.maximum(strength, _TINY)  # [..., A, K]
-    # E[p_k^2] under Dir(c): mean_k (c_k + 1) / (n + 1).
-    second = mean * (concentrations + 1.0) / (strength + 1.0)
+    # 1 - mean_k as the sum of the other components: no cancellation near a vertex.
+    rest = (strength - concentrations) / jnp.maximum(strength, _TINY)
     mix_mean = jnp.einsum("...a,...ak->...k", weights, mean)
-    mix_second = jnp.einsum("...a,...ak->...k", weights, second)
-    total_variance = jnp.sum(mix_second - mix_mean**2, axis=-1)
-    spread = 1.0 - jnp.sum(mix_mean**2, axis=-1)  # = (n + 1) * total variance for a Dirichlet
+    mix_rest = jnp.einsum("...a,...ak->...k", weights, rest)
+    # Law of total variance, summed over outcomes: within (Dirichlet variances) plus
+    # between (spread of the component means), both without E[p^2] - E[p]^2.
+    within = mean * rest / (strength + 1.0)
+    between = (mean - mix_mean[..., None, :]) ** 2
+    total_variance = jnp.einsum("...a,...ak->...", weights, within + between)
+    spread = jnp.sum(mix_mean * mix_rest, axis=-1)  # = (n + 1) * total variance for a Dirichlet
     strength_matched = spread / jnp.maximum(total_variance, _TINY) - 1.0
     strength_matched = jnp.clip(strength_matched, 1e-3, 1e8)
     return mix_mean * strength_matched[..., None]
