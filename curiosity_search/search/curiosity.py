@@ -1,0 +1,430 @@
+"""Curiosity-driven tree search: Thompson selection over beliefs, pseudo-Bayesian backups.
+
+Every node holds a belief (Beta, K = 2: (win, loss); Dirichlet, K = 3: (win, draw,
+loss)) **from the point of view of the player to move at that node**. The network
+gives, per evaluated node, a value belief V ``[K]`` and action beliefs Q_a ``[A, K]``;
+Q_a is the belief about playing ``a`` **from the same node's mover's view** (the
+player choosing ``a``), so a parent reads an unexpanded child ``a`` as ``Q_a`` and an
+expanded child as ``flip_perspective(child belief)`` (two-player zero-sum; with
+``two_player=False`` no flip).
+
+- Selection: one action drawn from P(a is best) over the children beliefs
+  (``beliefs.sample_best_arm``: O(A G), no Gamma/Beta draws), illegal actions excluded.
+- Backup: for each ancestor, pi = P(best) over its children, Qbar = the pi-mixture
+  summarized (``"average"`` of parameters as the blog, or ``"moment_match"``), and
+  ``C = (1 - gamma) V + gamma Qbar``, ``gamma = n / (kappa + n)``, n = the sum of its
+  children's visit counts (search evidence below it).
+- Proofs: a terminal node (``discount == 0`` on its edge) gets the exact belief of its
+  result; a node with a proven winning child, or whose legal children are all proven,
+  is proven with the minimax result. Proven beliefs are ``beliefs.score_belief``
+  (near-Dirac) and are never blended again.
+
+The rule plugs into the generic kernel (``search.search``) through its hooks: node
+extras (``CuriosityExtras``), a selection function and a backup function. Model outputs
+are ``BeliefRootFnOutput`` / ``BeliefRecurrentFnOutput``; an action whose prior logit is
+below ``-1e30`` (``masked_logits`` writes the dtype's minimum) is illegal at interior
+nodes (the root uses ``invalid_actions``).
+
+Shapes: ``B`` batch, ``N`` nodes, ``A`` actions, ``K`` outcomes.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import chex
+import jax
+import jax.numpy as jnp
+
+from curiosity_search.search import beliefs
+from curiosity_search.search.base import (
+    LoopFn,
+    Params,
+    PolicyOutput,
+    RecurrentFnOutputWithExtras,
+    RootFnOutputWithExtras,
+)
+from curiosity_search.search.search import search as run_search
+from curiosity_search.search.search import walk_to_root
+from curiosity_search.search.tree import ROOT_INDEX, UNVISITED, Tree
+
+ILLEGAL_LOGIT = -1e30  # prior logits below this mark illegal actions at interior nodes
+BELIEF_SUMMARIES = ("average", "moment_match")
+
+
+@chex.dataclass(frozen=True)
+class BeliefRootFnOutput:
+    """Root model output with beliefs.
+
+    prior_logits: ``[B, A]``; value: ``[B]`` (scalar value, kept as the raw value);
+    embedding: ``[B, ...]``; value_belief: ``[B, K]`` V for the root's mover;
+    action_beliefs: ``[B, A, K]`` Q_a for the root's mover.
+    """
+
+    prior_logits: chex.Array  # [B, A]
+    value: chex.Array  # [B]
+    embedding: Any  # [B, ...]
+    value_belief: chex.Array  # [B, K]
+    action_beliefs: chex.Array  # [B, A, K]
+
+
+@chex.dataclass(frozen=True)
+class BeliefRecurrentFnOutput:
+    """``recurrent_fn`` output with beliefs for the new node.
+
+    reward: ``[B]`` for the player who moved; discount: ``[B]`` (-1 two-player, 0 at a
+    terminal); prior_logits ``[B, A]``; value ``[B]``; value_belief ``[B, K]`` and
+    action_beliefs ``[B, A, K]`` for the new node's mover (ignored at terminals).
+    """
+
+    reward: chex.Array  # [B]
+    discount: chex.Array  # [B]
+    prior_logits: chex.Array  # [B, A]
+    value: chex.Array  # [B]
+    value_belief: chex.Array  # [B, K]
+    action_beliefs: chex.Array  # [B, A, K]
+
+
+@chex.dataclass(frozen=True)
+class CuriosityExtras:
+    """Per-node arrays in ``Tree.node_extras`` (``[B, N, ...]`` in the tree).
+
+    belief: ``[K]`` search belief C (node mover's view); value_belief: ``[K]`` network V
+    (or the exact result); action_beliefs: ``[A, K]`` Q_a priors; invalid: ``[A]`` bool;
+    proven: ``[]`` bool (terminal or solved: belief is exact and stays fixed);
+    proven_score: ``[]`` exact expected outcome of a proven node (mover's view), else 0.
+    """
+
+    belief: chex.Array
+    value_belief: chex.Array
+    action_beliefs: chex.Array
+    invalid: chex.Array
+    proven: chex.Array
+    proven_score: chex.Array
+
+
+@chex.dataclass(frozen=True)
+class CuriosityPolicyOutput(PolicyOutput):
+    """``PolicyOutput`` plus the root's beliefs.
+
+    action_weights: ``[B, A]`` root P(a is best) (the policy target); root_belief:
+    ``[B, K]`` root search belief (the value target); child_beliefs: ``[B, A, K]`` the
+    root children's beliefs from the root mover's view (search belief if expanded,
+    Q_a prior otherwise); child_belief_mask: ``[B, A]`` bool, expanded legal children.
+    """
+
+    root_belief: chex.Array = None  # [B, K]
+    child_beliefs: chex.Array = None  # [B, A, K]
+    child_belief_mask: chex.Array = None  # [B, A]
+
+
+# --------------------------------------------------------------------------------------
+# Node-level helpers (unbatched tree)
+# --------------------------------------------------------------------------------------
+
+
+def _to_parent(child_belief: chex.Array, two_player: bool) -> chex.Array:
+    return beliefs.flip_perspective(child_belief) if two_player else child_belief
+
+
+def children_beliefs(
+    tree: Tree, node_index: chex.Array, node_beliefs: chex.Array, two_player: bool = True
+) -> tuple[chex.Array, chex.Array]:
+    """Beliefs of one node's children from its mover's view (unbatched tree).
+
+    Args:
+      node_beliefs: ``[N, K]`` search beliefs of all nodes (possibly being updated).
+
+    Returns:
+      ``(beliefs [A, K], expanded [A] bool)``: flipped search beliefs for expanded
+      children, the node's Q_a priors for the others.
+    """
+    index = tree.children_index[node_index]  # [A]
+    expanded = index != UNVISITED
+    searched = _to_parent(node_beliefs[jnp.maximum(index, 0)], two_player)
+    prior = tree.node_extras.action_beliefs[node_index]
+    return jnp.where(expanded[:, None], searched, prior), expanded
+
+
+def curiosity_selection(
+    rng_key: chex.PRNGKey,
+    tree: Tree,
+    node_index: chex.Array,
+    depth: chex.Array | int = 0,
+    *,
+    grid_size: int = 21,
+    two_player: bool = True,
+) -> chex.Array:
+    """Thompson selection: an action drawn from P(a is best) at one node, ``[]`` int32.
+
+    Use with ``selection_rng="per_simulation"``: the draw at ``depth`` uses
+    ``jax.random.fold_in(rng_key, depth)`` (root: depth 0).
+    """
+    child_beliefs, _ = children_beliefs(tree, node_index, tree.node_extras.belief, two_player)
+    key = jax.random.fold_in(rng_key, depth)
+    return beliefs.sample_best_arm(
+        key, child_beliefs, tree.node_extras.invalid[node_index], grid_size
+    )
+
+
+def updated_belief(
+    tree: Tree,
+    node_index: chex.Array,
+    node_beliefs: chex.Array,
+    node_visits: chex.Array,
+    node_proven: chex.Array,
+    node_scores: chex.Array,
+    *,
+    kappa: chex.Numeric,
+    grid_size: int,
+    belief_summary: str,
+    two_player: bool,
+    proven_strength: float,
+) -> tuple[chex.Array, chex.Array, chex.Array]:
+    """The backup at one node: its search belief C and proof status (unbatched).
+
+    Args:
+      node_beliefs: ``[N, K]``; node_visits: ``[N]``; node_proven: ``[N]`` bool;
+        node_scores: ``[N]`` exact scores of proven nodes (the carried, partly
+        updated arrays).
+
+    Returns:
+      ``(belief [K], proven [], proven_score [])``.
+    """
+    extras = tree.node_extras
+    child_beliefs, expanded = children_beliefs(tree, node_index, node_beliefs, two_player)
+    invalid = extras.invalid[node_index]
+    index = jnp.maximum(tree.children_index[node_index], 0)
+    weights = beliefs.best_arm_probability(child_beliefs, invalid, grid_size)
+    mixture = beliefs.summarize_mixture(weights, child_beliefs, belief_summary)
+    evidence = jnp.sum(jnp.where(expanded, node_visits[index], 0))
+    blended = beliefs.combine_with_prior(extras.value_belief[node_index], mixture, evidence, kappa)
+
+    # Minimax proofs over the exact results of proven children (this mover's view).
+    child_proven = expanded & node_proven[index] & ~invalid
+    child_score = node_scores[index]
+    child_score = 1.0 - child_score if two_player else child_score
+    proven_best = jnp.max(jnp.where(child_proven, child_score, -1.0))
+    wins = jnp.any(child_proven & (child_score >= 1.0))
+    all_proven = jnp.all(child_proven | invalid) & jnp.any(~invalid)
+    newly_proven = wins | all_proven
+    num_outcomes = child_beliefs.shape[-1]
+    exact = beliefs.score_belief(proven_best, num_outcomes, proven_strength)
+    already = node_proven[node_index]
+    belief = jnp.where(already, node_beliefs[node_index], jnp.where(newly_proven, exact, blended))
+    score = jnp.where(already, node_scores[node_index], jnp.where(newly_proven, proven_best, 0.0))
+    return belief, already | newly_proven, score
+
+
+def curiosity_backup(
+    tree: Tree,
+    leaf_index: chex.Array,
+    *,
+    kappa: chex.Numeric = 4.0,
+    grid_size: int = 21,
+    belief_summary: str = "average",
+    two_player: bool = True,
+    proven_strength: float = 1e4,
+) -> Tree:
+    """Backup hook: updates visits, beliefs and proofs from ``leaf_index [B]`` to the root.
+
+    The leaf's belief was set at expansion (V, or its exact result); each ancestor is
+    recomputed with ``updated_belief``. ``node_values`` become ``to_value(belief)`` so
+    the kernel's scalar summaries stay meaningful.
+    """
+
+    def one(tree: Tree, leaf: chex.Array):
+        def step(carry, parent, child):
+            del child
+            node_beliefs, visits, proven, scores = carry
+            visits = visits.at[parent].add(1)
+            belief, is_proven, score = updated_belief(
+                tree,
+                parent,
+                node_beliefs,
+                visits,
+                proven,
+                scores,
+                kappa=kappa,
+                grid_size=grid_size,
+                belief_summary=belief_summary,
+                two_player=two_player,
+                proven_strength=proven_strength,
+            )
+            return (
+                node_beliefs.at[parent].set(belief),
+                visits,
+                proven.at[parent].set(is_proven),
+                scores.at[parent].set(score),
+            )
+
+        extras = tree.node_extras
+        carry = (extras.belief, tree.node_visits, extras.proven, extras.proven_score)
+        return walk_to_root(step, carry, tree.parents, leaf)
+
+    node_beliefs, visits, proven, scores = jax.vmap(one)(tree, leaf_index)
+    values = jnp.where(visits > 0, beliefs.to_value(node_beliefs), 0.0).astype(
+        tree.node_values.dtype
+    )
+    extras = tree.node_extras.replace(belief=node_beliefs, proven=proven, proven_score=scores)
+    return tree.replace(node_visits=visits, node_values=values, node_extras=extras)
+
+
+# --------------------------------------------------------------------------------------
+# Model adapters and the policy
+# --------------------------------------------------------------------------------------
+
+
+def _node_extras(
+    value_belief: chex.Array,
+    action_beliefs: chex.Array,
+    invalid: chex.Array,
+    proven: chex.Array,
+    proven_score: chex.Array,
+) -> CuriosityExtras:
+    return CuriosityExtras(
+        belief=value_belief,
+        value_belief=value_belief,
+        action_beliefs=action_beliefs,
+        invalid=invalid,
+        proven=proven,
+        proven_score=proven_score.astype(jnp.float32),
+    )
+
+
+def _wrap_recurrent_fn(recurrent_fn, two_player: bool, proven_strength: float):
+    """Turns a ``BeliefRecurrentFnOutput`` model into the kernel's extras-carrying one.
+
+    At a terminal (discount 0) the node's belief is the exact result: the reward is for
+    the player who moved, in [-1, 1], i.e. score ``(1 + r) / 2`` for the parent's mover.
+    """
+
+    def wrapped(params, rng_key, action, embedding):
+        out, embedding = recurrent_fn(params, rng_key, action, embedding)
+        num_outcomes = out.value_belief.shape[-1]
+        terminal = out.discount == 0
+        mover_score = 0.5 * (1.0 + out.reward)
+        own_score = 1.0 - mover_score if two_player else mover_score
+        exact = beliefs.score_belief(own_score, num_outcomes, proven_strength)
+        value_belief = jnp.where(terminal[:, None], exact, out.value_belief)
+        value_belief = value_belief.astype(jnp.float32)
+        invalid = out.prior_logits < ILLEGAL_LOGIT
+        extras = _node_extras(
+            value_belief,
+            out.action_beliefs.astype(jnp.float32),
+            invalid,
+            terminal,
+            jnp.where(terminal, own_score, 0.0),
+        )
+        kernel_out = RecurrentFnOutputWithExtras(
+            reward=out.reward,
+            discount=out.discount,
+            prior_logits=out.prior_logits,
+            value=out.value,
+            node_extras=extras,
+        )
+        return kernel_out, embedding
+
+    return wrapped
+
+
+def curiosity_policy(
+    params: Params,
+    rng_key: chex.PRNGKey,
+    root: BeliefRootFnOutput,
+    recurrent_fn,
+    num_simulations: int,
+    invalid_actions: chex.Array | None = None,
+    max_depth: int | None = None,
+    loop_fn: LoopFn = jax.lax.fori_loop,
+    *,
+    kappa: chex.Numeric = 4.0,
+    grid_size: int = 21,
+    belief_summary: str = "average",
+    temperature: chex.Numeric = 1.0,
+    two_player: bool = True,
+    proven_strength: float = 1e4,
+) -> CuriosityPolicyOutput:
+    """Curiosity-driven search (``mctx.muzero_policy``'s arguments plus beliefs).
+
+    Args:
+      params, rng_key, num_simulations, invalid_actions, max_depth, loop_fn: as
+        ``mctx.muzero_policy``; invalid_actions ``[B, A]`` (True/1 = illegal).
+      root: ``BeliefRootFnOutput`` (value_belief ``[B, K]``, action_beliefs
+        ``[B, A, K]``).
+      recurrent_fn: ``(params, key, action [B], embedding) ->
+        (BeliefRecurrentFnOutput, embedding)``.
+      kappa: prior strength in ``gamma = n / (kappa + n)`` (may be traced).
+      grid_size: G of the P(best) grid (static).
+      belief_summary: ``"average"`` or ``"moment_match"`` (static).
+      temperature: the action is drawn from P(best) ** (1 / temperature); 0 = argmax.
+      two_player: alternate perspectives between plies (static).
+      proven_strength: concentration of exact (terminal / solved) beliefs.
+
+    Returns:
+      ``CuriosityPolicyOutput``: action ``[B]``, action_weights ``[B, A]`` = root
+      P(best), search_tree, root_belief ``[B, K]``, child_beliefs ``[B, A, K]``,
+      child_belief_mask ``[B, A]``.
+    """
+    if belief_summary not in BELIEF_SUMMARIES:
+        raise ValueError(f"belief_summary must be one of {BELIEF_SUMMARIES}")
+    batch_size, num_actions = root.prior_logits.shape
+    if invalid_actions is None:
+        invalid_actions = jnp.zeros((batch_size, num_actions), bool)
+    invalid_actions = jnp.asarray(invalid_actions).astype(bool)
+    rng_key, search_key = jax.random.split(rng_key)
+    value_belief = root.value_belief.astype(jnp.float32)
+    kernel_root = RootFnOutputWithExtras(
+        prior_logits=root.prior_logits,
+        value=root.value,
+        embedding=root.embedding,
+        node_extras=_node_extras(
+            value_belief,
+            root.action_beliefs.astype(jnp.float32),
+            invalid_actions,
+            jnp.zeros((batch_size,), bool),
+            jnp.zeros((batch_size,)),
+        ),
+    )
+    rule = functools.partial(curiosity_selection, grid_size=grid_size, two_player=two_player)
+    tree = run_search(
+        params,
+        search_key,
+        root=kernel_root,
+        recurrent_fn=_wrap_recurrent_fn(recurrent_fn, two_player, proven_strength),
+        root_action_selection_fn=rule,
+        interior_action_selection_fn=rule,
+        num_simulations=num_simulations,
+        max_depth=max_depth,
+        invalid_actions=invalid_actions.astype(root.prior_logits.dtype),
+        loop_fn=loop_fn,
+        backup_fn=functools.partial(
+            curiosity_backup,
+            kappa=kappa,
+            grid_size=grid_size,
+            belief_summary=belief_summary,
+            two_player=two_player,
+            proven_strength=proven_strength,
+        ),
+        selection_rng="per_simulation",
+    )
+    root_index = jnp.full((batch_size,), ROOT_INDEX, jnp.int32)
+    child_beliefs, expanded = jax.vmap(
+        lambda t, i: children_beliefs(t, i, t.node_extras.belief, two_player)
+    )(tree, root_index)
+    action_weights = beliefs.best_arm_probability(child_beliefs, invalid_actions, grid_size)
+    logits = jnp.where(action_weights > 0, jnp.log(jnp.maximum(action_weights, 1e-30)), -jnp.inf)
+    if isinstance(temperature, int | float) and temperature == 0:
+        action = jnp.argmax(logits, axis=-1)
+    else:
+        logits = logits / jnp.maximum(temperature, 1e-30)
+        action = jnp.argmax(logits + jax.random.gumbel(rng_key, logits.shape), axis=-1)
+    return CuriosityPolicyOutput(
+        action=action.astype(jnp.int32),
+        action_weights=action_weights,
+        search_tree=tree,
+        root_belief=tree.node_extras.belief[:, ROOT_INDEX],
+        child_beliefs=child_beliefs,
+        child_belief_mask=expanded & ~invalid_actions,
+    )

@@ -1,0 +1,286 @@
+"""A slow, plain-Python curiosity search over one tree, and a belief stub model.
+
+Written from the rule (see ``curiosity.py``), not from the kernel: node records, a
+descent loop, a model call, a backup walk, float64 belief arithmetic in numpy. The
+only shared piece is P(a is best) itself (``beliefs.best_arm_probability``, tested
+separately against quadrature), and the selection noise is passed in, so the jitted
+kernel and this reference build the same tree from the same Gumbel draws.
+
+Model: ``step(embedding, action) -> (reward, discount, prior_logits [A],
+value_belief [K], action_beliefs [A, K], next_embedding)`` for one node.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from curiosity_search.search import beliefs
+from curiosity_search.search.curiosity import (
+    ILLEGAL_LOGIT,
+    BeliefRecurrentFnOutput,
+    BeliefRootFnOutput,
+)
+from curiosity_search.search.stubs import _hash_jnp, _hash_np
+
+Noise = Callable[[int, int], np.ndarray]  # (simulation, depth) -> Gumbel draws [A]
+
+
+@dataclasses.dataclass
+class BeliefNode:
+    belief: np.ndarray  # [K]
+    value_belief: np.ndarray  # [K]
+    action_beliefs: np.ndarray  # [A, K]
+    invalid: np.ndarray  # [A] bool
+    proven: bool
+    proven_score: float  # exact expected outcome of a proven node (mover's view)
+    visits: int
+    parent: int
+    action: int
+    embedding: Any
+    children: dict[int, int] = dataclasses.field(default_factory=dict)
+
+
+@functools.cache
+def _pbest_fn(grid_size: int):
+    return jax.jit(functools.partial(beliefs.best_arm_probability, grid_size=grid_size))
+
+
+def _exact_belief(score: float, num_outcomes: int, strength: float) -> np.ndarray:
+    score = min(max(score, 0.0), 1.0)
+    if num_outcomes == 2:
+        weights = np.array([score, 1.0 - score])
+    elif score >= 0.5:
+        weights = np.array([2 * score - 1, 2 - 2 * score, 0.0])
+    else:
+        weights = np.array([0.0, 2 * score, 1 - 2 * score])
+    return 1.0 + strength * weights
+
+
+def _summarize(weights: np.ndarray, conc: np.ndarray, method: str) -> np.ndarray:
+    weights = weights / weights.sum()
+    if method == "average":
+        return weights @ conc
+    strength = conc.sum(-1, keepdims=True)
+    mean = conc / strength
+    second = mean * (conc + 1) / (strength + 1)  # E[p_k^2]
+    mix_mean = weights @ mean
+    total_variance = (weights @ second - mix_mean**2).sum()
+    matched = (1 - (mix_mean**2).sum()) / max(total_variance, 1e-30) - 1
+    return mix_mean * min(max(matched, 1e-3), 1e8)
+
+
+def reference_curiosity_search(
+    step,
+    root_value_belief: np.ndarray,
+    root_action_beliefs: np.ndarray,
+    root_embedding: Any,
+    num_simulations: int,
+    invalid_actions: np.ndarray,
+    noise: Noise,
+    *,
+    max_depth: int | None = None,
+    kappa: float = 4.0,
+    grid_size: int = 21,
+    belief_summary: str = "average",
+    two_player: bool = True,
+    proven_strength: float = 1e4,
+) -> list[BeliefNode | None]:
+    """Runs the curiosity search on one root; returns its ``num_simulations + 1`` nodes.
+
+    Node ``i`` is created by simulation ``i - 1``; a simulation that re-evaluates a leaf
+    at ``max_depth`` creates none and leaves ``None`` in its slot.
+
+    Args:
+      root_value_belief: ``[K]``; root_action_beliefs: ``[A, K]``;
+      invalid_actions: ``[A]`` bool (root).
+      noise: ``noise(sim, depth) -> [A]`` Gumbel draws used to select at ``depth``
+        (root: 0) during simulation ``sim``.
+    """
+    pbest = _pbest_fn(grid_size)
+    max_depth = num_simulations if max_depth is None else max_depth
+    root = BeliefNode(
+        belief=np.asarray(root_value_belief, np.float64),
+        value_belief=np.asarray(root_value_belief, np.float64),
+        action_beliefs=np.asarray(root_action_beliefs, np.float64),
+        invalid=np.asarray(invalid_actions, bool),
+        proven=False,
+        proven_score=0.0,
+        visits=1,
+        parent=-1,
+        action=-1,
+        embedding=root_embedding,
+    )
+    nodes = [root]
+
+    def view(belief):
+        return belief[::-1] if two_player else belief
+
+    def child_beliefs(node):
+        out = node.action_beliefs.copy()
+        for a, c in node.children.items():
+            out[a] = view(nodes[c].belief)
+        return out
+
+    def probability(node):
+        conc = child_beliefs(node)
+        return np.asarray(pbest(jnp.asarray(conc, jnp.float32), jnp.asarray(node.invalid)),
+                          np.float64), conc
+
+    def select(node, gumbel):
+        p, _ = probability(node)
+        scores = np.where(p > 0, np.log(np.maximum(p, 1e-300)), -np.inf) + gumbel
+        return int(np.argmax(scores))
+
+    def update(i):
+        node = nodes[i]
+        if node.proven:
+            return
+        p, conc = probability(node)
+        mixture = _summarize(p, conc, belief_summary)
+        evidence = sum(nodes[c].visits for c in node.children.values())
+        gamma = evidence / (kappa + evidence) if kappa + evidence > 0 else 0.0
+        blended = (1 - gamma) * node.value_belief + gamma * mixture
+        proven_scores = [1 - nodes[c].proven_score if two_player else nodes[c].proven_score
+                         for a, c in node.children.items()
+                         if nodes[c].proven and not node.invalid[a]]
+        legal = np.flatnonzero(~node.invalid)
+        all_proven = len(legal) > 0 and all(
+            a in node.children and nodes[node.children[a]].proven for a in legal)
+        if (proven_scores and max(proven_scores) >= 1.0) or all_proven:
+            node.belief = _exact_belief(max(proven_scores), len(node.belief), proven_strength)
+            node.proven = True
+            node.proven_score = max(proven_scores)
+        else:
+            node.belief = blended
+
+    for sim in range(num_simulations):
+        index, depth = 0, 0
+        while True:
+            action = select(nodes[index], noise(sim, depth))
+            depth += 1
+            child = nodes[index].children.get(action)
+            if child is None or depth >= max_depth:
+                break
+            index = child
+        reward, discount, logits, value_belief, action_beliefs, embedding = step(
+            nodes[index].embedding, action)
+        terminal = discount == 0
+        score = 0.0
+        if terminal:
+            mover = 0.5 * (1 + reward)
+            score = 1 - mover if two_player else mover
+            value_belief = _exact_belief(score, len(value_belief), proven_strength)
+        record = BeliefNode(
+            belief=np.asarray(value_belief, np.float64),
+            value_belief=np.asarray(value_belief, np.float64),
+            action_beliefs=np.asarray(action_beliefs, np.float64),
+            invalid=np.asarray(logits) < ILLEGAL_LOGIT,
+            proven=bool(terminal),
+            proven_score=score,
+            visits=1,
+            parent=index,
+            action=action,
+            embedding=embedding,
+        )
+        if child is None:
+            child = sim + 1  # node i is made by simulation i - 1 (as in the kernel)
+            nodes.extend([None] * (child + 1 - len(nodes)))
+            nodes[child] = record
+            nodes[index].children[action] = child
+        else:  # at max_depth: re-evaluate the existing leaf
+            record.visits = nodes[child].visits + 1
+            record.children = nodes[child].children
+            nodes[child] = record
+        node = child
+        while node != 0:
+            node = nodes[node].parent
+            nodes[node].visits += 1
+            update(node)
+    nodes.extend([None] * (num_simulations + 1 - len(nodes)))
+    return nodes
+
+
+@dataclasses.dataclass(frozen=True)
+class BeliefHashModel:
+    """Deterministic random two-player model with beliefs, terminals and illegal moves.
+
+    A node's embedding is a uint32 id; a child's id hashes (id, action) as in
+    ``stubs.HashModel``; its outputs are rows of fixed random tables. Concentrations
+    span ~0.4 .. 400 (flat to sharp); ``terminal_fraction`` of the rows are terminal
+    (discount 0, reward -1 / +1, or 0 = draw when K = 3); ``illegal_fraction`` of the
+    actions are illegal in each row (never all).
+    """
+
+    num_actions: int
+    num_outcomes: int = 2
+    table_size: int = 97
+    seed: int = 0
+    terminal_fraction: float = 0.15
+    illegal_fraction: float = 0.2
+
+    @functools.cached_property
+    def tables(self) -> dict[str, np.ndarray]:
+        rng = np.random.default_rng(self.seed)
+        t, a, k = self.table_size, self.num_actions, self.num_outcomes
+        logits = rng.standard_normal((t, a)).astype(np.float32)
+        illegal = rng.uniform(size=(t, a)) < self.illegal_fraction
+        illegal[:, 0] = False
+        logits[illegal] = np.finfo(np.float32).min
+        terminal = rng.uniform(size=t) < self.terminal_fraction
+        outcomes = rng.choice([-1.0, 1.0] if k == 2 else [-1.0, 0.0, 1.0], size=t)
+
+        def concentrations(*shape):
+            return np.exp(rng.uniform(-1.0, 6.0, shape[:-1] + (1,))) * rng.dirichlet(
+                np.ones(k), shape[:-1])
+
+        return {
+            "logits": logits,
+            "value_belief": concentrations(t, k).astype(np.float32) + 0.1,
+            "action_beliefs": concentrations(t, a, k).astype(np.float32) + 0.1,
+            "reward": np.where(terminal, outcomes, 0.0).astype(np.float32),
+            "discount": np.where(terminal, 0.0, -1.0).astype(np.float32),
+        }
+
+    def root(self, batch_size: int, offset: int = 0) -> BeliefRootFnOutput:
+        ids = np.arange(offset, offset + batch_size, dtype=np.uint32)
+        rows = ids % self.table_size
+        tables = self.tables
+        return BeliefRootFnOutput(
+            prior_logits=jnp.asarray(np.where(tables["logits"][rows] < ILLEGAL_LOGIT, 0.0,
+                                              tables["logits"][rows])),
+            value=jnp.zeros(batch_size),
+            embedding=jnp.asarray(ids),
+            value_belief=jnp.asarray(tables["value_belief"][rows]),
+            action_beliefs=jnp.asarray(tables["action_beliefs"][rows]),
+        )
+
+    def recurrent_fn(self, params, rng_key, action, embedding):
+        """``(params, key, action [B], ids [B]) -> (BeliefRecurrentFnOutput, ids)``."""
+        del params, rng_key
+        child = _hash_jnp(embedding, action)
+        rows = (child % jnp.uint32(self.table_size)).astype(jnp.int32)
+        tables = {name: jnp.asarray(value) for name, value in self.tables.items()}
+        out = BeliefRecurrentFnOutput(
+            reward=tables["reward"][rows],
+            discount=tables["discount"][rows],
+            prior_logits=tables["logits"][rows],
+            value=jnp.zeros(action.shape),
+            value_belief=tables["value_belief"][rows],
+            action_beliefs=tables["action_beliefs"][rows],
+        )
+        return out, child
+
+    def step(self, node_id: int, action: int):
+        """One node in numpy, matching ``recurrent_fn``."""
+        child = int(_hash_np(np.asarray([node_id]), np.asarray([action]))[0])
+        row = child % self.table_size
+        t = self.tables
+        return (float(t["reward"][row]), float(t["discount"][row]), t["logits"][row],
+                t["value_belief"][row], t["action_beliefs"][row], child)
