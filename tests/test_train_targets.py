@@ -125,6 +125,7 @@ def test_selfplay_flushes_a_finished_game_with_outcomes():
     )
     assert float(metrics["games_finished"]) == 2 and float(metrics["illegal_moves"]) == 0
     assert float(metrics["mean_game_length"]) == 7
+    assert float(metrics["first_mover_score"]) == 1.0
     assert int(replay.size) == 14
     z = np.asarray(replay.data.value_target[:14]).reshape(2, 7)  # slot = game * 7 + ply
     np.testing.assert_array_equal(z, [[1, -1, 1, -1, 1, -1, 1]] * 2)

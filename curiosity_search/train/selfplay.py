@@ -202,12 +202,15 @@ class SelfPlay:
 
         records = GameRecords(trajectory=trajectory, length=length, ply=ply, needs_reset=done)
         finished = done.astype(jnp.float32)
+        # Alternating two-player games: the last mover is the first mover iff ply is odd.
+        last_mover_reward = final_rewards[rows, states.current_player]
+        first_mover_reward = jnp.where(ply % 2 == 1, last_mover_reward, -last_mover_reward)
         legal_played = jnp.take_along_axis(states.legal_action_mask, action[:, None], axis=1)
         metrics = {
             "illegal_moves": jnp.sum(~legal_played[:, 0] & ~states.terminated).astype(jnp.float32),
             "games_finished": jnp.sum(finished),
             "game_length_sum": jnp.sum(finished * ply),
-            "first_player_reward_sum": jnp.sum(finished * final_rewards[:, 0]),
+            "first_mover_reward_sum": jnp.sum(finished * first_mover_reward),
             "root_value": jnp.mean(result.root_value),
             "network_value": jnp.mean(result.network_value),
         }
@@ -219,9 +222,10 @@ class SelfPlay:
         """``S`` moves in every game (``lax.scan``); metrics summed or averaged over moves.
 
         Returns ``(states [B], records, replay, metrics)`` with ``illegal_moves`` (must be
-        0), ``games_finished``,
-        ``mean_game_length`` and ``first_player_score`` (of the games finished, in
-        [-1, 1]), ``root_value`` and ``network_value`` (means).
+        0), ``games_finished``, ``mean_game_length`` (plies, openings included) and
+        ``first_mover_score`` (mean outcome in [-1, 1] for the player who moved first,
+        over the games finished; two-player alternating games), ``root_value`` and
+        ``network_value`` (means over moves and games).
         """
 
         def step(carry: tuple, move_key: jax.Array) -> tuple:
@@ -237,7 +241,7 @@ class SelfPlay:
             "illegal_moves": jnp.sum(per_move["illegal_moves"]),
             "games_finished": finished,
             "mean_game_length": jnp.sum(per_move["game_length_sum"]) / denominator,
-            "first_player_score": jnp.sum(per_move["first_player_reward_sum"]) / denominator,
+            "first_mover_score": jnp.sum(per_move["first_mover_reward_sum"]) / denominator,
             "root_value": jnp.mean(per_move["root_value"]),
             "network_value": jnp.mean(per_move["network_value"]),
         }
