@@ -93,19 +93,20 @@ def _first_legal_search(params, key, states) -> SearchResult:
     )
 
 
-def test_selfplay_flushes_a_finished_game_with_outcomes():
-    # Lowest-legal play: X 0, O 1, X 2, O 3, X 4, O 5, X 6 -> X wins on the 2-4-6 diagonal.
+def _lowest_legal_selfplay(num_moves: int, **kwargs):
+    """SelfPlay of 2 tic-tac-toe games with the lowest-legal stub, after ``num_moves``."""
     env = pgx.make("tic_tac_toe")
-    selfplay = SelfPlay(
+    settings = dict(
         env=env,
         search=_first_legal_search,
-        num_moves=7,
+        num_moves=num_moves,
         sampling_moves=0,
         random_opening_moves=0,
         max_game_length=9,
         policy_target="visits",
         value_target="outcome",
     )
+    selfplay = SelfPlay(**{**settings, **kwargs})
     states = jax.vmap(env.init)(jax.random.split(jax.random.key(0), 2))
     example = jax.tree.map(
         lambda x: x[0],
@@ -120,9 +121,12 @@ def test_selfplay_flushes_a_finished_game_with_outcomes():
     )
     replay = replay_lib.init_replay(example, 32)
     states, records = selfplay.init_games(jax.random.key(1), 2, example)
-    states, records, replay, metrics = jax.jit(selfplay.play)(
-        None, jax.random.key(2), states, records, replay
-    )
+    return jax.jit(selfplay.play)(None, jax.random.key(2), states, records, replay)
+
+
+def test_selfplay_flushes_a_finished_game_with_outcomes():
+    # Lowest-legal play: X 0, O 1, X 2, O 3, X 4, O 5, X 6 -> X wins on the 2-4-6 diagonal.
+    states, records, replay, metrics = _lowest_legal_selfplay(7)
     assert float(metrics["games_finished"]) == 2 and float(metrics["illegal_moves"]) == 0
     assert float(metrics["mean_game_length"]) == 7
     assert float(metrics["first_mover_score"]) == 1.0
@@ -132,6 +136,22 @@ def test_selfplay_flushes_a_finished_game_with_outcomes():
     actions = np.argmax(np.asarray(replay.data.policy_target[:14]), -1).reshape(2, 7)
     np.testing.assert_array_equal(actions, [list(range(7))] * 2)
     assert np.asarray(records.needs_reset).all() and np.asarray(states.terminated).all()
+
+
+def test_selfplay_truncated_games_are_draws():
+    _, records, replay, metrics = _lowest_legal_selfplay(4, max_game_length=4)
+    assert float(metrics["games_finished"]) == 2 and int(replay.size) == 8
+    np.testing.assert_array_equal(np.asarray(replay.data.value_target[:8]), 0.0)
+    assert np.asarray(records.needs_reset).all()
+
+
+def test_selfplay_one_position_per_game():
+    _, _, replay, metrics = _lowest_legal_selfplay(14, one_position_per_game=True)
+    # Two rounds of 7-ply games in 2 slots: 4 games, one stored position each.
+    assert float(metrics["games_finished"]) == 4 and int(replay.size) == 4
+    z = np.asarray(replay.data.value_target[:4])
+    moves = np.argmax(np.asarray(replay.data.policy_target[:4]), -1)
+    np.testing.assert_array_equal(z, np.where(moves % 2 == 0, 1.0, -1.0))  # X moves: even
 
 
 def _output(logits, value, belief=None) -> NetworkOutput:
