@@ -32,6 +32,8 @@ import jax
 import jax.numpy as jnp
 import mctx
 
+from curiosity_search.search.rollouts import default_max_steps, random_rollout, uniform_legal
+
 Array = jax.Array
 ActFn = Callable[[Array, Any], Array]
 ApplyFn = Callable[[Any, Array, Any], Array]
@@ -99,46 +101,15 @@ def make_env(name: str, **kwargs: Any) -> Any:
     return pgx.make(name)
 
 
-def _uniform_legal(key: Array, legal_action_mask: Array) -> Array:
-    """A uniform legal action per row. legal_action_mask: [B, A] bool -> [B] int32."""
-    any_legal = jnp.any(legal_action_mask, axis=-1, keepdims=True)
-    mask = jnp.where(any_legal, legal_action_mask, True)
-    return jax.random.categorical(key, jnp.where(mask, 0.0, -jnp.inf), axis=-1).astype(jnp.int32)
-
-
 def _random_apply(params: Any, key: Array, states: Any) -> Array:
     del params
-    return _uniform_legal(key, states.legal_action_mask)
+    return uniform_legal(key, states.legal_action_mask)
 
 
 def random_player() -> JaxPlayer:
     """Uniformly random legal moves."""
 
     return JaxPlayer("random", _random_apply)
-
-
-def _random_rollout(env: Any, max_steps: int, key: Array, state: Any) -> Array:
-    """Plays uniformly random moves from one (unbatched) state to the end of the game.
-
-    Returns the outcome in [-1, 1] from the view of ``state.current_player``; 0 for a
-    state that is already terminal or a rollout cut at ``max_steps`` (scored as a draw).
-    """
-    player = state.current_player
-
-    def cond(carry: tuple) -> Array:
-        current, _, _, steps = carry
-        return ~current.terminated & (steps < max_steps)
-
-    def body(carry: tuple) -> tuple:
-        current, outcome, key, steps = carry
-        key, action_key = jax.random.split(key)
-        action = _uniform_legal(action_key, current.legal_action_mask[None])[0]
-        current = env.step(current, action)
-        return current, outcome + current.rewards[player], key, steps + 1
-
-    init = (state, jnp.float32(0.0), key, jnp.int32(0))
-    _, outcome, _, _ = jax.lax.while_loop(cond, body, init)
-    return outcome
 
 
 @functools.lru_cache(maxsize=16)
@@ -160,8 +131,8 @@ def mcts_player(
     if num_simulations < 1:
         raise ValueError(f"mcts: num_simulations={num_simulations}; allowed: >= 1")
     num_actions = env.num_actions
-    max_steps = int(max_rollout_steps or 4 * num_actions + 16)
-    rollout = jax.vmap(functools.partial(_random_rollout, env, max_steps))
+    max_steps = int(max_rollout_steps or default_max_steps(num_actions))
+    rollout = jax.vmap(functools.partial(random_rollout, env, max_steps))
     step = jax.vmap(env.step)
 
     def uniform_logits(states: Any) -> Array:
@@ -226,7 +197,7 @@ def solver_player(game: GameSpec, solution: Any = None) -> JaxPlayer:
         optimal = table.optimal_action_mask(states) & states.legal_action_mask
         has_optimal = jnp.any(optimal, axis=-1, keepdims=True)
         mask = jnp.where(has_optimal, optimal, states.legal_action_mask)
-        return _uniform_legal(key, mask)
+        return uniform_legal(key, mask)
 
     return JaxPlayer("solver", apply, solution if as_params else ())
 
