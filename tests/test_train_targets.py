@@ -121,7 +121,10 @@ def _lowest_legal_selfplay(num_moves: int, **kwargs):
     )
     replay = replay_lib.init_replay(example, 32)
     states, records = selfplay.init_games(jax.random.key(1), 2, example)
-    return jax.jit(selfplay.play)(None, jax.random.key(2), states, records, replay)
+    states, records, replay, _, metrics = jax.jit(selfplay.play)(
+        None, jax.random.key(2), states, records, replay
+    )
+    return states, records, replay, metrics
 
 
 def test_selfplay_flushes_a_finished_game_with_outcomes():

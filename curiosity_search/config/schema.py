@@ -116,6 +116,12 @@ class TrainConfig:
     policy_loss_weight: float = non_negative(1.0)
     value_loss_weight: float = non_negative(1.0)
     action_value_loss_weight: float = non_negative(1.0)
+    value_loss: Literal["mse", "bce"] = doc("mse", "scalar value loss; bce on (z+1)/2 (ExIt)")
+    regret_loss_weight: float = non_negative(1.0, "rgsc: ranking + regret-value head losses")
+    dataset: Literal["online", "batch"] = doc(
+        "online", "online: the replay aggregates; batch: only this iteration's games"
+    )
+    warm_start_iterations: int = non_negative(0, "first k iterations: rollout-MCTS expert")
     time_limit_s: float | None = positive(None, "stop after this wall time")
 
 

@@ -2,8 +2,10 @@
 
 - Policy: cross-entropy ``-sum_a target(a) log pi(a)`` over legal actions, in nats
   (TPT when the target is the visit distribution, CAT when it is one-hot).
-- Value, scalar head: mean squared error to the value target (outcome ``z`` or search
-  value), as AlphaZero.
+- Value, scalar head (``train.value_loss``): mean squared error to the value target
+  (outcome ``z`` or search value), as AlphaZero; or ``bce``, the binary cross-entropy
+  in nats of ``(v + 1) / 2`` against ``(z + 1) / 2`` (ExIt, seeds/000), the predicted
+  win probability clipped to ``[1e-6, 1 - 1e-6]``.
 - Value, belief head (Beta K=2 / Dirichlet K=3 concentrations):
     * search-belief targets: ``KL(Dir(target) || Dir(predicted))`` in bits (the blog's
       loss; it trains both the mean and the concentration).
@@ -17,12 +19,16 @@
 - Action-value beliefs (curiosity with ``action_values``): KL in bits from each
   expanded root child's search belief, averaged over the expanded children.
 - REINFORCE (algorithm ``reinforce``, no search): ``train.reinforce.reinforce_loss``,
-  the played move's log-probability weighted by ``z - v(s)``, plus the value MSE.
+  the played move's log-probability weighted by ``z - v(s)``, plus the value loss.
+- Regret heads (search control, seeds/003), when the batch carries regret targets:
+  ``regret.ranking_loss`` (L_rank over the batch) + ``regret.regret_value_loss`` (MSE),
+  weighted by ``train.regret_loss_weight``.
 Every per-position loss is averaged over the batch entries with ``valid == True``.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from typing import Any
@@ -31,6 +37,7 @@ import jax
 import jax.numpy as jnp
 from jax.scipy.special import digamma, gammaln
 
+from curiosity_search.train.regret import ranking_loss, regret_value_loss
 from curiosity_search.train.replay import Positions
 from curiosity_search.train.targets import outcome_probabilities
 
@@ -79,6 +86,49 @@ def _masked_mean(values: jax.Array, weights: jax.Array) -> jax.Array:
     return jnp.sum(values * weights) / jnp.maximum(jnp.sum(weights), 1.0)
 
 
+_BCE_EPS = 1e-6
+ValueLossFn = Callable[[jax.Array, jax.Array], jax.Array]
+
+
+def mse_value_loss(value: jax.Array, target: jax.Array) -> jax.Array:
+    """``[N]`` squared error ``(v - z)^2`` for values and targets ``[N]`` in [-1, 1]."""
+    return jnp.square(value.astype(jnp.float32) - target)
+
+
+def bce_value_loss(value: jax.Array, target: jax.Array) -> jax.Array:
+    """``[N]`` binary cross-entropy (nats) of ``p = (v + 1) / 2`` against ``(z + 1) / 2``.
+
+    A draw (``z = 0``) is the target probability 1/2; ``p`` is clipped to
+    ``[1e-6, 1 - 1e-6]`` so a saturated value head gives a finite loss.
+    """
+    p = jnp.clip((value.astype(jnp.float32) + 1.0) / 2.0, _BCE_EPS, 1.0 - _BCE_EPS)
+    q = (target.astype(jnp.float32) + 1.0) / 2.0
+    return -(q * jnp.log(p) + (1.0 - q) * jnp.log1p(-p))
+
+
+VALUE_LOSSES: dict[str, ValueLossFn] = {"mse": mse_value_loss, "bce": bce_value_loss}
+
+
+def add_regret_losses(
+    loss: jax.Array, metrics: dict[str, jax.Array], output: Any, batch: Positions, weight: float
+) -> jax.Array:
+    """``loss`` plus the weighted ranking and regret-value losses, when trained.
+
+    Trained when ``batch.regret_target`` and the network's ``regret_rank`` exist; adds
+    ``rank_loss``, ``regret_value_loss`` and ``regret_target_mean`` to ``metrics``.
+    """
+    if batch.regret_target is None or output.regret_rank is None:
+        return loss
+    rank = ranking_loss(output.regret_rank, batch.regret_target, batch.valid)
+    regression = regret_value_loss(output.regret_value, batch.regret_target, batch.valid)
+    metrics["rank_loss"] = rank
+    metrics["regret_value_loss"] = regression
+    metrics["regret_target_mean"] = _masked_mean(
+        batch.regret_target, batch.valid.astype(jnp.float32)
+    )
+    return loss + weight * (rank + regression)
+
+
 def compute_losses(
     output: Any,
     batch: Positions,
@@ -86,6 +136,8 @@ def compute_losses(
     policy_weight: float,
     value_weight: float,
     action_value_weight: float,
+    value_loss_fn: ValueLossFn = mse_value_loss,
+    regret_weight: float = 1.0,
 ) -> tuple[jax.Array, dict[str, jax.Array]]:
     """Total loss and metrics for network ``output`` on ``batch``.
 
@@ -95,6 +147,8 @@ def compute_losses(
         None.
       batch: ``Positions`` ``[N]``.
       policy_weight, value_weight, action_value_weight: loss weights (static floats).
+      value_loss_fn: the scalar head's per-position value loss (``VALUE_LOSSES``).
+      regret_weight: weight of the regret heads' losses (``add_regret_losses``).
 
     Returns:
       ``(loss [], metrics)`` with scalar metrics ``loss``, ``policy_loss``,
@@ -118,7 +172,7 @@ def compute_losses(
 
     belief = output.value_belief
     if belief is None:
-        value_loss = value_mse
+        value_loss = _masked_mean(value_loss_fn(value, batch.value_target), weights)
     else:
         belief = belief.astype(jnp.float32)
         if batch.belief_target is not None:
@@ -140,17 +194,24 @@ def compute_losses(
         action_value_loss = jnp.sum(child_kl * child_mask) / jnp.maximum(jnp.sum(child_mask), 1.0)
         metrics["action_value_loss"] = action_value_loss
         loss = loss + action_value_weight * action_value_loss
+    loss = add_regret_losses(loss, metrics, output, batch, regret_weight)
     metrics["loss"] = loss
     return loss, metrics
 
 
 def compute_reinforce_losses(
-    output: Any, batch: Positions, *, value_weight: float
+    output: Any,
+    batch: Positions,
+    *,
+    value_weight: float,
+    value_loss_fn: ValueLossFn = mse_value_loss,
+    regret_weight: float = 1.0,
 ) -> tuple[jax.Array, dict[str, jax.Array]]:
     """REINFORCE with the value head as baseline (``train.reinforce``) on ``batch [N]``.
 
     The played move is the argmax of the one-hot ``chosen_action`` policy target and
-    the return is the outcome ``z`` in ``value_target``.
+    the return is the outcome ``z`` in ``value_target``. The baseline regresses ``z``
+    with ``value_loss_fn``.
     """
     from curiosity_search.train.reinforce import reinforce_loss
 
@@ -162,10 +223,17 @@ def compute_reinforce_losses(
         output.value,
         output.value,
         mask=batch.valid,
-        value_weight=value_weight,
+        value_weight=0.0,
     )
+    weights = batch.valid.astype(jnp.float32)
+    value = output.value.astype(jnp.float32)
+    value_loss = _masked_mean(value_loss_fn(value, batch.value_target), weights)
+    loss = loss + value_weight * value_loss
+    metrics["value_loss"] = value_loss
     metrics["policy_entropy_bits"] = metrics.pop("entropy") / LN2
-    metrics["value_mse"] = metrics["value_loss"]
+    metrics["value_mse"] = _masked_mean(jnp.square(value - batch.value_target), weights)
+    loss = add_regret_losses(loss, metrics, output, batch, regret_weight)
+    metrics["loss"] = loss
     return loss, metrics
 
 
@@ -175,19 +243,28 @@ def make_loss_fn(
     """``loss_fn(params, batch [N]) -> (loss, metrics)`` with the config's weights bound.
 
     ``reinforce``: the policy-gradient loss of ``train.reinforce`` instead of the
-    search-target losses (static).
+    search-target losses (static). ``train.value_loss`` picks the scalar value loss.
     """
-
-    def loss_fn(params: Any, batch: Positions) -> tuple[jax.Array, dict[str, jax.Array]]:
-        output = apply_fn(params, batch.observation)
-        if reinforce:
-            return compute_reinforce_losses(output, batch, value_weight=train_cfg.value_loss_weight)
-        return compute_losses(
-            output,
-            batch,
+    value_loss_fn = VALUE_LOSSES[getattr(train_cfg, "value_loss", "mse")]
+    regret_weight = getattr(train_cfg, "regret_loss_weight", 1.0)
+    if reinforce:
+        compute = functools.partial(
+            compute_reinforce_losses,
+            value_weight=train_cfg.value_loss_weight,
+            value_loss_fn=value_loss_fn,
+            regret_weight=regret_weight,
+        )
+    else:
+        compute = functools.partial(
+            compute_losses,
             policy_weight=train_cfg.policy_loss_weight,
             value_weight=train_cfg.value_loss_weight,
             action_value_weight=getattr(train_cfg, "action_value_loss_weight", 1.0),
+            value_loss_fn=value_loss_fn,
+            regret_weight=regret_weight,
         )
+
+    def loss_fn(params: Any, batch: Positions) -> tuple[jax.Array, dict[str, jax.Array]]:
+        return compute(apply_fn(params, batch.observation), batch)
 
     return loss_fn

@@ -38,6 +38,10 @@ class Positions:
         target (expanded at the root), or ``None``.
       player: ``[...]`` int32, the player to move.
       valid: ``[...]`` bool, whether the slot holds a real position.
+      regret_target: ``[...]`` float32, search control's regret ``R(s)`` (seeds/003), or
+        ``None`` when the network has no regret heads. While the game is in progress
+        the trajectory holds ``V_selected(s)`` here, the searched value of the move
+        played; it is replaced by the regret when the game ends.
     """
 
     observation: jax.Array
@@ -49,6 +53,7 @@ class Positions:
     action_belief_mask: jax.Array | None
     player: jax.Array
     valid: jax.Array
+    regret_target: jax.Array | None = None
 
 
 def empty_positions(example: Positions, leading_shape: tuple[int, ...]) -> Positions:
@@ -123,6 +128,26 @@ def add(buffer: ReplayBuffer, positions: Positions, mask: jax.Array) -> ReplayBu
         size=jnp.minimum(buffer.size + count, capacity),
         total_added=buffer.total_added + count,
     )
+
+
+def clear(buffer: ReplayBuffer) -> ReplayBuffer:
+    """The buffer emptied (batch ExIt: each iteration trains on a fresh dataset).
+
+    Slots are marked invalid and the counters reset; ``total_added`` keeps counting.
+    """
+    return buffer.replace(
+        data=buffer.data.replace(valid=jnp.zeros_like(buffer.data.valid)),
+        insert_index=jnp.zeros_like(buffer.insert_index),
+        size=jnp.zeros_like(buffer.size),
+    )
+
+
+def keep(buffer: ReplayBuffer) -> ReplayBuffer:
+    """The buffer unchanged (online ExIt: datasets aggregate in the ring buffer)."""
+    return buffer
+
+
+DATASET_MODES = {"online": keep, "batch": clear}
 
 
 def sample(key: jax.Array, buffer: ReplayBuffer, batch_size: int) -> Positions:

@@ -41,6 +41,12 @@ class SearchResult:
       root_belief: ``[B, K]`` search belief at the root (curiosity), else ``None``.
       child_beliefs: ``[B, A, K]`` root children's beliefs (curiosity), else ``None``.
       child_belief_mask: ``[B, A]`` bool, expanded root children, else ``None``.
+      root_qvalues: ``[B, A]`` float32, the searched value ``Q(s, a)`` of each root
+        action from the root mover's view, the root value where unvisited (the raw
+        network value everywhere at 0 simulations).
+      regret_rank: ``[B]`` the network's ranking logit at the root (regret heads), or
+        ``None``.
+      regret_value: ``[B]`` the network's regret estimate at the root, or ``None``.
     """
 
     action: jax.Array
@@ -51,6 +57,9 @@ class SearchResult:
     root_belief: jax.Array | None = None
     child_beliefs: jax.Array | None = None
     child_belief_mask: jax.Array | None = None
+    root_qvalues: jax.Array | None = None
+    regret_rank: jax.Array | None = None
+    regret_value: jax.Array | None = None
 
 
 def masked_logits(logits: jax.Array, legal_action_mask: jax.Array) -> jax.Array:
@@ -68,22 +77,26 @@ def make_root_fn(network: Any, env: Any, *, beliefs: bool = False) -> Callable[[
     del env
 
     def root_fn(params: Any, states: Any) -> Any:
-        output = network.apply(params, states.observation)
-        prior_logits = masked_logits(output.policy_logits, states.legal_action_mask)
-        value = output.value.astype(jnp.float32)
-        if beliefs:
-            from curiosity_search.search.curiosity import BeliefRootFnOutput
-
-            return BeliefRootFnOutput(
-                prior_logits=prior_logits,
-                value=value,
-                embedding=states,
-                value_belief=output.value_belief,
-                action_beliefs=output.action_beliefs,
-            )
-        return mctx.RootFnOutput(prior_logits=prior_logits, value=value, embedding=states)
+        return root_from_output(network.apply(params, states.observation), states, beliefs)
 
     return root_fn
+
+
+def root_from_output(output: Any, states: Any, beliefs: bool = False) -> Any:
+    """The search root for ``states [B]`` from the network's ``output`` on them."""
+    prior_logits = masked_logits(output.policy_logits, states.legal_action_mask)
+    value = output.value.astype(jnp.float32)
+    if beliefs:
+        from curiosity_search.search.curiosity import BeliefRootFnOutput
+
+        return BeliefRootFnOutput(
+            prior_logits=prior_logits,
+            value=value,
+            embedding=states,
+            value_belief=output.value_belief,
+            action_beliefs=output.action_beliefs,
+        )
+    return mctx.RootFnOutput(prior_logits=prior_logits, value=value, embedding=states)
 
 
 def make_recurrent_fn(
@@ -190,6 +203,9 @@ def raw_policy_search(network: Any) -> SearchFn:
             root_value=value,
             network_value=value,
             visit_distribution=weights,
+            root_qvalues=jnp.broadcast_to(value[:, None], weights.shape),
+            regret_rank=output.regret_rank,
+            regret_value=output.regret_value,
         )
 
     return search
@@ -206,11 +222,11 @@ def make_search(
         return raw_policy_search(network)
     policy = make_policy(search_cfg, self_play=self_play)
     beliefs = search_cfg.rule == "curiosity"
-    root_fn = make_root_fn(network, env, beliefs=beliefs)
     recurrent_fn = make_recurrent_fn(network, env, beliefs=beliefs)
 
     def search(params: Any, key: jax.Array, states: Any) -> SearchResult:
-        root = root_fn(params, states)
+        network_output = network.apply(params, states.observation)
+        root = root_from_output(network_output, states, beliefs)
         output = policy(
             params,
             key,
@@ -224,18 +240,31 @@ def make_search(
         tree = output.search_tree
         visits = tree.children_visits[:, mctx_root_index()].astype(jnp.float32)
         visits = visits / jnp.maximum(jnp.sum(visits, axis=-1, keepdims=True), 1.0)
+        root_value = tree.node_values[:, mctx_root_index()].astype(jnp.float32)
         return SearchResult(
             action=output.action.astype(jnp.int32),
             action_weights=weights.astype(jnp.float32),
-            root_value=tree.node_values[:, mctx_root_index()].astype(jnp.float32),
+            root_value=root_value,
             network_value=root.value.astype(jnp.float32),
             visit_distribution=visits,
             root_belief=getattr(output, "root_belief", None),
             child_beliefs=getattr(output, "child_beliefs", None),
             child_belief_mask=getattr(output, "child_belief_mask", None),
+            root_qvalues=root_qvalues(tree, root_value),
+            regret_rank=network_output.regret_rank,
+            regret_value=network_output.regret_value,
         )
 
     return search
+
+
+def root_qvalues(tree: Any, root_value: jax.Array) -> jax.Array:
+    """``[B, A]`` root ``Q(s, a)`` from the mover's view; ``root_value [B]`` if unvisited."""
+    batch_size = root_value.shape[0]
+    root = jnp.full((batch_size,), mctx_root_index(), jnp.int32)
+    q = tree.qvalues(root).astype(jnp.float32)
+    visited = tree.children_visits[:, mctx_root_index()] > 0
+    return jnp.where(visited, q, root_value[:, None])
 
 
 def mctx_root_index() -> int:

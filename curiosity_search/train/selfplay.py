@@ -17,6 +17,10 @@ Decisions (documented here because they change what is learned):
 - Move choice: for the first ``sampling_moves`` plies of a game the move is sampled
   from the search's ``action_weights``, afterwards it is their argmax (legal only);
   with ``action_rule == "policy"`` (Gumbel) the policy's own ``action`` is played.
+- Search control (``restarts``): a new game may instead start from a stored state
+  (Go-Exploit, RGSC); such a game skips the random opening and its ``ply`` starts at
+  the stored state's move count (pgx ``_step_count``), so it is the continuation of the
+  game that reached that state.
 - Truncation: a game reaching ``max_game_length`` plies is ended and scored as a draw
   (``z = 0`` for both players). For Hex ``n * n`` plies always ends the game first.
 """
@@ -32,9 +36,10 @@ import jax.numpy as jnp
 
 from curiosity_search.train import replay as replay_lib
 from curiosity_search.train.replay import Positions, ReplayBuffer
+from curiosity_search.train.restarts import ControlState, NoControl
 from curiosity_search.train.search_fns import SearchResult
 from curiosity_search.train.state import GameRecords
-from curiosity_search.train.targets import label_outcomes, record_positions
+from curiosity_search.train.targets import label_outcomes, label_regrets, record_positions
 
 
 def select_games(mask: jax.Array, new: Any, old: Any) -> Any:
@@ -78,6 +83,8 @@ class SelfPlay:
       action_beliefs: record the root children's beliefs as action-value targets.
       one_position_per_game: write one uniformly chosen position per finished game.
       action_rule: ``"weights"`` (sample, then argmax of action_weights) or ``"policy"``.
+      control: the search-control strategy (``restarts``), where new games start.
+      regrets: record regret targets (``V_selected``, then ``R`` when the game ends).
     """
 
     env: Any
@@ -91,6 +98,8 @@ class SelfPlay:
     action_beliefs: bool = False
     one_position_per_game: bool = False
     action_rule: str = "weights"
+    control: Any = NoControl()
+    regrets: bool = False
 
     def open_games(self, key: jax.Array, states: Any, ply: jax.Array, fresh: jax.Array) -> tuple:
         """Plays the random openings of the games marked ``fresh [B]``.
@@ -113,25 +122,34 @@ class SelfPlay:
 
         return jax.lax.fori_loop(0, self.random_opening_moves, body, (states, ply))
 
-    def reset_games(self, key: jax.Array, states: Any, records: GameRecords) -> tuple:
-        """Replaces the games marked ``records.needs_reset`` by new, randomly opened games.
+    def reset_games(
+        self, key: jax.Array, states: Any, records: GameRecords, control: ControlState
+    ) -> tuple:
+        """Replaces the games marked ``records.needs_reset`` by new games.
 
-        Returns ``(states [B], records)``; the records of replaced games are emptied.
+        A new game starts from a stored state when search control restarts it, else
+        from the initial position with its random opening. Returns
+        ``(states [B], records, control, restarted [B] bool)``; the records of replaced
+        games are emptied.
         """
         done = records.needs_reset
         batch_size = done.shape[0]
-        init_key, open_key = jax.random.split(key)
+        init_key, open_key, start_key = jax.random.split(key, 3)
         fresh = jax.vmap(self.env.init)(jax.random.split(init_key, batch_size))
-        states = select_games(done, fresh, states)
-        ply = jnp.where(done, 0, records.ply)
-        states, ply = self.open_games(open_key, states, ply, done)
+        starts, restarted, control = self.control.start(start_key, control, fresh, done)
+        states = select_games(done, starts, states)
+        start_ply = getattr(starts, "_step_count", None)
+        start_ply = jnp.zeros_like(records.ply) if start_ply is None else start_ply
+        ply = jnp.where(done, jnp.where(restarted, start_ply.astype(jnp.int32), 0), records.ply)
+        states, ply = self.open_games(open_key, states, ply, done & ~restarted)
         trajectory = records.trajectory.replace(valid=records.trajectory.valid & ~done[:, None])
-        return states, GameRecords(
+        records = GameRecords(
             trajectory=trajectory,
             length=jnp.where(done, 0, records.length),
             ply=ply,
             needs_reset=jnp.zeros_like(done),
         )
+        return states, records, control, restarted
 
     def init_games(
         self, key: jax.Array, batch_size: int, example: Positions
@@ -156,21 +174,33 @@ class SelfPlay:
             policy_kind=self.policy_target,
             value_kind=self.value_target,
             action_beliefs=self.action_beliefs,
+            regrets=self.regrets,
         )
 
     def move(
-        self, params: Any, key: jax.Array, states: Any, records: GameRecords, replay: ReplayBuffer
-    ) -> tuple[Any, GameRecords, ReplayBuffer, dict[str, jax.Array]]:
+        self,
+        params: Any,
+        key: jax.Array,
+        states: Any,
+        records: GameRecords,
+        replay: ReplayBuffer,
+        control: ControlState,
+    ) -> tuple[Any, GameRecords, ReplayBuffer, ControlState, dict[str, jax.Array]]:
         """One searched move in every game.
 
-        Games that ended at the previous move are first replaced by new, randomly
-        opened games; games that end at this move are flushed into the replay (and left
-        terminal, marked ``needs_reset``).
+        Games that ended at the previous move are first replaced by new games (randomly
+        opened, or restarted by search control); games that end at this move are
+        flushed into the replay (and left terminal, marked ``needs_reset``).
         """
         batch_size = records.length.shape[0]
-        reset_key, search_key, action_key, step_key, pick_key = jax.random.split(key, 5)
-        states, records = self.reset_games(reset_key, states, records)
+        keys = jax.random.split(key, 6)
+        reset_key, search_key, action_key, step_key, pick_key, observe_key = keys
+        starting = records.needs_reset
+        states, records, control, restarted = self.reset_games(
+            reset_key, states, records, control
+        )
         result = self.search(params, search_key, states)
+        control = self.control.observe(observe_key, control, states, result, records.length)
         if self.action_rule == "policy":
             action = result.action
         else:
@@ -193,6 +223,8 @@ class SelfPlay:
         done = terminated | (ply >= self.max_game_length)
         final_rewards = jnp.where(terminated[:, None], next_states.rewards, 0.0)
         labelled = label_outcomes(trajectory, final_rewards, value_kind=self.value_target)
+        labelled = label_regrets(labelled, final_rewards)
+        control = self.control.finish(control, labelled, done)
         flush = labelled.valid & done[:, None]  # [B, T]
         if self.one_position_per_game:
             chosen = jax.random.randint(pick_key, (batch_size,), 0, jnp.maximum(length, 1))
@@ -213,28 +245,51 @@ class SelfPlay:
             "first_mover_reward_sum": jnp.sum(finished * first_mover_reward),
             "root_value": jnp.mean(result.root_value),
             "network_value": jnp.mean(result.network_value),
+            "games_started": jnp.sum(starting.astype(jnp.float32)),
+            "games_restarted": jnp.sum(restarted.astype(jnp.float32)),
         }
-        return next_states, records, replay, metrics
+        return next_states, records, replay, control, metrics
+
+    def init_control(self, states: Any) -> ControlState:
+        """Search control's initial state for the batched games ``states [B]``."""
+        return self.control.init(states)
 
     def play(
-        self, params: Any, key: jax.Array, states: Any, records: GameRecords, replay: ReplayBuffer
-    ) -> tuple[Any, GameRecords, ReplayBuffer, dict[str, jax.Array]]:
+        self,
+        params: Any,
+        key: jax.Array,
+        states: Any,
+        records: GameRecords,
+        replay: ReplayBuffer,
+        control: ControlState | None = None,
+    ) -> tuple[Any, GameRecords, ReplayBuffer, ControlState, dict[str, jax.Array]]:
         """``S`` moves in every game (``lax.scan``); metrics summed or averaged over moves.
 
-        Returns ``(states [B], records, replay, metrics)`` with ``illegal_moves`` (must be
-        0), ``games_finished``, ``mean_game_length`` (plies, openings included) and
-        ``first_mover_score`` (mean outcome in [-1, 1] for the player who moved first,
-        over the games finished; two-player alternating games), ``root_value`` and
-        ``network_value`` (means over moves and games).
+        ``params`` go to the search (network parameters, or ``WarmStartParams``);
+        ``control`` defaults to ``init_control(states)``.
+
+        Returns ``(states [B], records, replay, control, metrics)`` with
+        ``illegal_moves`` (must be 0), ``games_finished``, ``mean_game_length`` (plies,
+        openings included) and ``first_mover_score`` (mean outcome in [-1, 1] for the
+        player who moved first, over the games finished; two-player alternating games;
+        a restarted game's ply continues its stored state's count, so parity holds),
+        ``root_value`` and ``network_value`` (means over moves and games),
+        ``restart_fraction`` (of the games started) and the search control's buffer
+        metrics.
         """
+        if control is None:
+            control = self.init_control(states)
 
         def step(carry: tuple, move_key: jax.Array) -> tuple:
-            states, records, replay = carry
-            states, records, replay, metrics = self.move(params, move_key, states, records, replay)
-            return (states, records, replay), metrics
+            states, records, replay, control = carry
+            states, records, replay, control, metrics = self.move(
+                params, move_key, states, records, replay, control
+            )
+            return (states, records, replay, control), metrics
 
         keys = jax.random.split(key, self.num_moves)
-        (states, records, replay), per_move = jax.lax.scan(step, (states, records, replay), keys)
+        carry = (states, records, replay, control)
+        (states, records, replay, control), per_move = jax.lax.scan(step, carry, keys)
         finished = jnp.sum(per_move["games_finished"])
         denominator = jnp.maximum(finished, 1.0)
         metrics = {
@@ -244,5 +299,8 @@ class SelfPlay:
             "first_mover_score": jnp.sum(per_move["first_mover_reward_sum"]) / denominator,
             "root_value": jnp.mean(per_move["root_value"]),
             "network_value": jnp.mean(per_move["network_value"]),
+            "restart_fraction": jnp.sum(per_move["games_restarted"])
+            / jnp.maximum(jnp.sum(per_move["games_started"]), 1.0),
+            **self.control.metrics(control),
         }
-        return states, records, replay, metrics
+        return states, records, replay, control, metrics

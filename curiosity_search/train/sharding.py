@@ -69,6 +69,11 @@ def state_shardings(state: TrainState, mesh: Mesh) -> TrainState:
         games=along_data(state.games),
         records=along_data(state.records),
         counters=everywhere(state.counters),
+        control=None
+        if state.control is None
+        else state.control.replace(
+            buffer=everywhere(state.control.buffer), games=along_data(state.control.games)
+        ),
     )
 
 

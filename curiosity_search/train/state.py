@@ -80,6 +80,9 @@ class TrainState:
       games: batched env ``State`` of the ``B`` games in progress (sharded).
       records: ``GameRecords`` of the games in progress (sharded).
       counters: ``Counters`` (replicated).
+      control: search control's ``restarts.ControlState``: its restart buffer
+        (replicated) and how each game started (sharded); ``None`` in states built
+        before search control existed.
     """
 
     params: Any
@@ -88,3 +91,4 @@ class TrainState:
     games: Any
     records: GameRecords
     counters: Counters
+    control: Any = None

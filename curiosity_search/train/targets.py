@@ -29,6 +29,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from curiosity_search.train.regret import regret_from_rewards
 from curiosity_search.train.replay import Positions
 from curiosity_search.train.search_fns import SearchResult
 
@@ -61,6 +62,7 @@ def record_positions(
     policy_kind: str,
     value_kind: str,
     action_beliefs: bool,
+    regrets: bool = False,
 ) -> Positions:
     """The ``[B]`` positions just searched, with every target known at search time.
 
@@ -72,6 +74,8 @@ def record_positions(
       value_kind: one of ``VALUE_TARGETS`` (static); ``outcome`` targets are written as
         0 here and labelled by ``label_outcomes`` when the game ends.
       action_beliefs: whether to record the root children's beliefs (static).
+      regrets: record ``V_selected``, the searched value of the move played, in
+        ``regret_target`` (static; ``label_regrets`` turns it into the regret).
     """
     if value_kind not in VALUE_TARGETS:
         raise ValueError(f"unknown value target {value_kind!r}; expected one of {VALUE_TARGETS}")
@@ -92,7 +96,32 @@ def record_positions(
         action_belief_mask=result.child_belief_mask if action_beliefs else None,
         player=states.current_player.astype(jnp.int32),
         valid=jnp.ones(batch_shape, bool),
+        regret_target=selected_value(result, action) if regrets else None,
     )
+
+
+def selected_value(result: SearchResult, action: jax.Array) -> jax.Array:
+    """``[B]`` searched value ``Q(s, a)`` of the move played, from the mover's view."""
+    qvalues = result.root_qvalues
+    if qvalues is None:
+        return result.root_value.astype(jnp.float32)
+    return jnp.take_along_axis(qvalues, action[:, None].astype(jnp.int32), axis=1)[:, 0]
+
+
+def label_regrets(trajectory: Positions, final_rewards: jax.Array) -> Positions:
+    """Replaces the recorded ``V_selected`` by the regret ``R(s_t)`` (seeds/003).
+
+    Args:
+      trajectory: ``Positions`` ``[B, T]`` with ``regret_target`` holding ``V_selected``
+        (a no-op when it is ``None``).
+      final_rewards: ``[B, P]`` float32, each player's reward at the game's end.
+    """
+    if trajectory.regret_target is None:
+        return trajectory
+    regrets = regret_from_rewards(
+        trajectory.regret_target, trajectory.player, trajectory.valid, final_rewards
+    )
+    return trajectory.replace(regret_target=regrets)
 
 
 def label_outcomes(

@@ -12,11 +12,21 @@ sampled uniformly from the replay. It is a pure function; the caller jits it onc
 
 Updates are skipped (parameters and optimizer state left unchanged) while the replay
 buffer is still empty, which happens in the first iterations before any game ends.
+
+Static strategies bound at build time (no config branching inside the iteration):
+- ``begin_dataset`` (``train.dataset``): ``online`` keeps the replay (datasets
+  aggregate, DAgger-like); ``batch`` empties it before each iteration's self-play, so
+  the updates train on positions of the games that ended in this iteration only.
+- ``expert_params`` (``train.warm_start_iterations``): what self-play's search takes;
+  with a warm start, ``WarmStartParams`` whose flag makes the first ``k`` iterations'
+  expert a pure MCTS with random rollouts (``warm_start``).
+- ``selfplay.control`` (``search_control.kind``): where new games start (``restarts``).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -26,9 +36,11 @@ import optax
 
 from curiosity_search.train import replay as replay_lib
 from curiosity_search.train.losses import make_loss_fn
+from curiosity_search.train.restarts import make_search_control
 from curiosity_search.train.search_fns import SearchFn, make_search
 from curiosity_search.train.selfplay import SelfPlay
 from curiosity_search.train.state import Counters, TrainState, zero_counters
+from curiosity_search.train.warm_start import WarmStartParams, make_warm_start_search
 
 ActFn = Callable[[Any, jax.Array, Any], jax.Array]
 
@@ -74,6 +86,17 @@ def _optimizer_from_config(cfg: Any) -> optax.GradientTransformation:
     )
 
 
+def network_expert(params: Any, iterations: jax.Array) -> Any:
+    """The expert searches with the network from the first iteration."""
+    del iterations
+    return params
+
+
+def warm_start_expert(warm_iterations: int, params: Any, iterations: jax.Array) -> Any:
+    """Pure-MCTS (random rollouts) expert while ``iterations < warm_iterations``."""
+    return WarmStartParams(params=params, use_rollouts=iterations < warm_iterations)
+
+
 def _mean_over_updates(per_update: dict[str, jax.Array]) -> dict[str, jax.Array]:
     return {name: jnp.mean(values) for name, values in per_update.items()}
 
@@ -92,6 +115,8 @@ class Trainer:
       train_batch_size: ``N`` positions per update.
       updates_per_iteration: ``K``.
       replay_capacity: ``C``.
+      begin_dataset: ``replay -> replay`` before self-play (``replay.DATASET_MODES``).
+      expert_params: ``(params, iterations []) -> search params`` for self-play.
     """
 
     cfg: Any
@@ -103,6 +128,8 @@ class Trainer:
     train_batch_size: int
     updates_per_iteration: int
     replay_capacity: int
+    begin_dataset: Callable[[replay_lib.ReplayBuffer], replay_lib.ReplayBuffer] = replay_lib.keep
+    expert_params: Callable[[Any, jax.Array], Any] = network_expert
 
     def init(self, key: jax.Array) -> TrainState:
         """A fresh state: initial parameters, empty replay, ``B`` newly opened games."""
@@ -118,6 +145,7 @@ class Trainer:
             games=games,
             records=records,
             counters=zero_counters(),
+            control=self.selfplay.init_control(games),
         )
 
     def _example_position(self, params: Any, states: Any) -> replay_lib.Positions:
@@ -125,7 +153,8 @@ class Trainer:
 
         def record_one(params: Any, states: Any) -> replay_lib.Positions:
             key = jax.random.key(0)
-            result = self.selfplay.search(params, key, states)
+            expert = self.expert_params(params, jnp.zeros((), jnp.int32))
+            result = self.selfplay.search(expert, key, states)
             return self.selfplay.record(states, result, result.action)
 
         shapes = jax.eval_shape(record_one, params, states)
@@ -160,8 +189,10 @@ class Trainer:
         counters after the iteration.
         """
         play_key, train_key = jax.random.split(key)
-        games, records, replay, play_metrics = self.selfplay.play(
-            state.params, play_key, state.games, state.records, state.replay
+        replay = self.begin_dataset(state.replay)
+        expert = self.expert_params(state.params, state.counters.iterations)
+        games, records, replay, control, play_metrics = self.selfplay.play(
+            expert, play_key, state.games, state.records, replay, state.control
         )
 
         def update_step(carry: tuple, update_key: jax.Array) -> tuple:
@@ -194,6 +225,7 @@ class Trainer:
             games=games,
             records=records,
             counters=counters,
+            control=control,
         )
         return new_state, metrics
 
@@ -241,7 +273,15 @@ def build_trainer(
     sp, train = cfg.selfplay, cfg.train
     rule = cfg.search.rule
     action_values = bool(getattr(cfg.network, "action_values", False)) and rule == "curiosity"
-    search = make_search(cfg.search, network, env, cfg.search.num_simulations, self_play=True)
+    warm_iterations = getattr(train, "warm_start_iterations", 0)
+    if warm_iterations > 0:
+        search = make_warm_start_search(
+            cfg.search, network, env, cfg.search.num_simulations, self_play=True
+        )
+        expert_params = functools.partial(warm_start_expert, warm_iterations)
+    else:
+        search = make_search(cfg.search, network, env, cfg.search.num_simulations, self_play=True)
+        expert_params = network_expert
     max_game_length = sp.max_game_length or env.num_actions
     # REINFORCE samples every move from its policy (on-policy returns).
     sampling_moves = max_game_length if cfg.algorithm == "reinforce" else sp.sampling_moves
@@ -257,6 +297,8 @@ def build_trainer(
         action_beliefs=action_values,
         one_position_per_game=sp.one_position_per_game,
         action_rule="policy" if rule == "gumbel" and cfg.search.num_simulations > 0 else "weights",
+        control=make_search_control(cfg.search_control, max_game_length),
+        regrets=bool(getattr(cfg.network, "regret_heads", False)),
     )
     return Trainer(
         cfg=cfg,
@@ -268,4 +310,6 @@ def build_trainer(
         train_batch_size=train.batch_size,
         updates_per_iteration=train.updates_per_iteration,
         replay_capacity=sp.replay_capacity,
+        begin_dataset=replay_lib.DATASET_MODES[getattr(train, "dataset", "online")],
+        expert_params=expert_params,
     )
