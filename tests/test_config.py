@@ -167,6 +167,11 @@ def test_file_errors(tmp_path):
             {"search_control": {"kind": "rgsc"}, "network": {"regret_heads": False}},
             "network.regret_heads: false contradicts search_control.kind rgsc",
         ),
+        (
+            {"algorithm": "curiosity", "train": {"warm_start_iterations": 2}},
+            "train.warm_start_iterations: 2 needs a search without beliefs",
+        ),
+        ({"train": {"value_loss": "l1"}}, "train.value_loss: 'l1' is not one of mse, bce"),
     ],
 )
 def test_error_messages(data, message):

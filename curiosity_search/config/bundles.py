@@ -175,12 +175,25 @@ def _check_search_control(cfg: Config) -> None:
         )
 
 
+def _check_warm_start(cfg: Config) -> None:
+    if cfg.train.warm_start_iterations == 0:
+        return
+    if cfg.search.num_simulations == 0 or cfg.search.rule == "curiosity":
+        raise ConfigError(
+            f"train.warm_start_iterations: {cfg.train.warm_start_iterations} needs a search "
+            f"without beliefs (search.rule {show(cfg.search.rule)}, num_simulations "
+            f"{show(cfg.search.num_simulations)}; the warm start replaces its leaf values "
+            "by random rollouts)"
+        )
+
+
 CHECKS: list[Callable[[Config], None]] = [
     _check_env,
     _check_search,
     _check_targets,
     _check_optimizer,
     _check_search_control,
+    _check_warm_start,
 ]
 
 
