@@ -14,6 +14,7 @@ the ranking logit (and regret-value estimate) of candidate states, fed to
 fresh games ``prb_offer`` their candidate (``candidate_regret``), restarted games call
 ``prb_update_regret`` with ``first_position_regret``; then ``choose_starts`` picks the
 new games' starts. Go-Exploit instead calls ``archive_add`` with the visited states.
+``restarts`` runs exactly this flow inside the compiled self-play loop (``SelfPlay``).
 """
 
 from curiosity_search.train.regret import (
