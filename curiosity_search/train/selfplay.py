@@ -196,9 +196,7 @@ class SelfPlay:
         keys = jax.random.split(key, 6)
         reset_key, search_key, action_key, step_key, pick_key, observe_key = keys
         starting = records.needs_reset
-        states, records, control, restarted = self.reset_games(
-            reset_key, states, records, control
-        )
+        states, records, control, restarted = self.reset_games(reset_key, states, records, control)
         result = self.search(params, search_key, states)
         control = self.control.observe(observe_key, control, states, result, records.length)
         if self.action_rule == "policy":
