@@ -360,6 +360,16 @@ def _table_cdf(table: _LogitBetaTable, z: Array) -> Array:
     Cubic Hermite interpolation in z of the tabulated CDF (its derivative is the
     density), consistent with the tabulation rule; 0 below and 1 above the table.
     """
+    return _table_cdf_and_density(table, z)[0]
+
+
+def _table_cdf_and_density(table: _LogitBetaTable, z: Array) -> tuple[Array, Array]:
+    """``_table_cdf`` and its derivative in z (the interpolant's density), ``[..., Q]`` each.
+
+    The derivative is written out (d/dtau of the Hermite cubic over the cell width),
+    equal to ``jax.jvp`` of ``_table_cdf`` with a unit tangent away from cell edges, at
+    about half the cost: 0 outside the table and where the CDF is clipped.
+    """
     du = 2.0 * _TABLE_HALF_WIDTH / (_TABLE_NODES - 1)
     delta = z - table.mode[..., None]
     inner, stretch = _side(table, delta < 0)
@@ -382,8 +392,18 @@ def _table_cdf(table: _LogitBetaTable, z: Array) -> Array:
         + (-2 * tau3 + 3 * tau2) * c1
         + (tau3 - tau2) * d1
     )
+    slope = (
+        (6 * tau2 - 6 * tau) * c0
+        + (3 * tau2 - 4 * tau + 1) * d0
+        + (-6 * tau2 + 6 * tau) * c1
+        + (3 * tau2 - 2 * tau) * d1
+    )
+    inside = (delta >= left) & (delta <= right) & (width > _TINY)
+    density = jnp.where(inside, slope / jnp.where(inside, width, 1.0), 0.0)
+    outside = (u < -_TABLE_HALF_WIDTH) | (u > _TABLE_HALF_WIDTH)
     cdf = jnp.where(u < -_TABLE_HALF_WIDTH, 0.0, jnp.where(u > _TABLE_HALF_WIDTH, 1.0, cdf))
-    return jnp.clip(cdf, 0.0, 1.0)
+    density = jnp.where(outside | (cdf < 0.0) | (cdf > 1.0), 0.0, density)
+    return jnp.clip(cdf, 0.0, 1.0), density
 
 
 def _safe_log(x: Array) -> Array:
@@ -426,9 +446,14 @@ def _score_location(concentrations: Array) -> tuple[Array, Array]:
 
 def _score_cdf_beta(concentrations: Array, edges: Array) -> Array:
     """K = 2: CDF of p(win) at logit edges. ``[..., A, 2]``, ``[..., G]`` -> ``[..., A, G]``."""
+    return _score_cdf_and_density_beta(concentrations, edges)[0]
+
+
+def _score_cdf_and_density_beta(concentrations: Array, edges: Array) -> tuple[Array, Array]:
+    """K = 2: CDF of p(win) and its density in logit space at the edges, ``[..., A, G]``."""
     table = _logit_beta_table(concentrations[..., 0], concentrations[..., 1])
     edges = jnp.broadcast_to(edges[..., None, :], table.mode.shape + edges.shape[-1:])
-    return _table_cdf(table, edges)
+    return _table_cdf_and_density(table, edges)
 
 
 def _table_nodes(table: _LogitBetaTable) -> Array:
@@ -510,6 +535,21 @@ def _score_cdf(concentrations: Array, edges: Array) -> Array:
 # --------------------------------------------------------------------------------------
 
 
+def _sort_floats(values: Array) -> Array:
+    """``jnp.sort(values, axis=-1)`` for non-NaN float32, ~4x faster on CPU.
+
+    Sorts the IEEE bit patterns as int32 keys (negative floats with their magnitude
+    bits flipped, so integer order is float order); XLA's CPU float comparator is the
+    slow part of ``jnp.sort``. Same values out (``-0.0`` may sort before ``0.0``).
+    """
+    flip = jnp.int32(0x7FFFFFFF)
+    keys = jax.lax.bitcast_convert_type(values.astype(jnp.float32), jnp.int32)
+    keys = jnp.where(keys < 0, keys ^ flip, keys)
+    keys = jax.lax.sort(keys, dimension=keys.ndim - 1, is_stable=False)
+    keys = jnp.where(keys < 0, keys ^ flip, keys)
+    return jax.lax.bitcast_convert_type(keys, jnp.float32)
+
+
 def _grid_edges(center: Array, scale: Array, valid: Array, grid_size: int) -> Array:
     """Shared logit grid, ``[..., G]``, sorted.
 
@@ -530,7 +570,7 @@ def _grid_edges(center: Array, scale: Array, valid: Array, grid_size: int) -> Ar
     keep = valid[..., None] & (candidates >= threshold[..., None, None])
     flat_shape = candidates.shape[:-2] + (-1,)
     pooled = jnp.where(keep, candidates, jnp.inf).reshape(flat_shape)
-    pooled = jnp.sort(pooled, axis=-1)
+    pooled = _sort_floats(pooled)
     num_kept = jnp.maximum(jnp.sum(keep.reshape(flat_shape), axis=-1), 1)
     quantiles = (jnp.arange(grid_size) + 0.5) / grid_size
     index = jnp.floor(quantiles * num_kept[..., None]).astype(jnp.int32)
@@ -584,9 +624,13 @@ def best_arm_probability(
 
     center, scale = _score_location(concentrations)
     edges = _grid_edges(center, scale, valid, grid_size)  # [..., G]
-    cdf, density = jax.jvp(
-        lambda e: _score_cdf(concentrations, e), (edges,), (jnp.ones_like(edges),)
-    )  # [..., A, G] each; density with respect to logit(score)
+    # [..., A, G] each; density with respect to logit(score).
+    if concentrations.shape[-1] == 2:
+        cdf, density = _score_cdf_and_density_beta(concentrations, edges)
+    else:
+        cdf, density = jax.jvp(
+            lambda e: _score_cdf(concentrations, e), (edges,), (jnp.ones_like(edges),)
+        )
     cdf = jnp.where(valid[..., None], cdf, 1.0)
     density = jnp.maximum(jnp.where(valid[..., None], density, 0.0), 0.0)
     # Edges of the G + 1 cells, with the CDF forced monotone.
@@ -645,6 +689,15 @@ def sample_best_arm(
       grid_size: G (static).
     """
     probability = best_arm_probability(concentrations, invalid_actions, grid_size)
+    return sample_from_probability(rng_key, probability)
+
+
+def sample_from_probability(rng_key: chex.PRNGKey, probability: Array) -> Array:
+    """Gumbel-max draw of one index from ``probability [..., A]``, ``[...]`` int32.
+
+    The draw ``sample_best_arm`` makes once P(best) is known (for callers that cache
+    P(best)); zero-probability entries are never drawn unless all are zero.
+    """
     gumbel = jax.random.gumbel(rng_key, probability.shape)
     logits = jnp.where(probability > 0, jnp.log(jnp.where(probability > 0, probability, 1.0)),
                        -jnp.inf)
