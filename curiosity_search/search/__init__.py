@@ -34,6 +34,12 @@ How a strategy plugs into ``search.search`` (nothing in the kernel changes):
    ``C = (1 - gamma) V + gamma * Qbar`` over its children, gathered with
    ``tree.children_index[parent]`` from the carried belief array.
 
+4. Stopping the descent (optional). Pass ``stop_descent_fn(tree, node_index) -> bool``
+   (one tree) to end a descent at an expanded node whose value can no longer change
+   (terminal, proven): the simulation then backs that node's stored value up again
+   instead of expanding below it (``curiosity_policy`` stops at proven nodes). The
+   default None keeps mctx's behaviour and program.
+
 Bind everything into a policy with ``functools.partial`` (see ``policies.py`` and
 ``docs/fork_search_kernel.md``). The library never calls ``jax.jit``; callers do.
 """

@@ -69,6 +69,8 @@ class PolicyOutput:
 # (selection_rng="none", for deterministic rules).
 RootActionSelectionFn = Callable[[chex.PRNGKey | None, Any, chex.Array], chex.Array]
 InteriorActionSelectionFn = Callable[[chex.PRNGKey | None, Any, chex.Array, chex.Array], chex.Array]
+# Unbatched: (tree, node_index []) -> bool []: the descent stops at this expanded node.
+StopDescentFn = Callable[[Any, chex.Array], chex.Array]
 # Batched: (tree [B, N, ...], leaf_index [B]) -> tree.
 BackupFn = Callable[[Any, chex.Array], Any]
 # Unbatched: (tree, node_index []) -> transformed Q-values [A].
@@ -89,4 +91,5 @@ __all__ = [
     "RootActionSelectionFn",
     "RootFnOutput",
     "RootFnOutputWithExtras",
+    "StopDescentFn",
 ]

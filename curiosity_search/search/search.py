@@ -29,6 +29,7 @@ from curiosity_search.search.base import (
     RecurrentFn,
     RootActionSelectionFn,
     RootFnOutput,
+    StopDescentFn,
 )
 from curiosity_search.search.tree import ROOT_INDEX, UNVISITED, Tree, instantiate_tree
 
@@ -50,6 +51,7 @@ def search(
     loop_fn: LoopFn = jax.lax.fori_loop,
     backup_fn: BackupFn | None = None,
     selection_rng: str = "per_step",
+    stop_descent_fn: StopDescentFn | None = None,
 ) -> Tree:
     """Runs a batched search and returns the tree.
 
@@ -74,6 +76,14 @@ def search(
         per descent step (mctx's key chain), ``"per_simulation"`` one key per tree and
         simulation (fold in ``depth`` for per-step draws), ``"none"`` None (for
         deterministic rules: no key splitting at all).
+      stop_descent_fn: ``(tree, node_index []) -> bool []`` on one tree, or None. When
+        given, a descent that selects an already-expanded child for which it is True
+        (a terminal or proven node: nothing below it can change its value) stops there:
+        that simulation writes no node (``recurrent_fn`` is still called for the whole
+        batch, its output for that tree is discarded), increments the stopped node's
+        visit count and backs up from it, re-using its stored value. None (default):
+        the descent always continues into expanded children (mctx's behaviour), and
+        the compiled program is the same as without the argument.
 
     Returns:
       The ``Tree`` (``[B, N, ...]`` arrays).
@@ -113,10 +123,20 @@ def search(
             interior_action_selection_fn,
             max_depth=max_depth,
             split_per_step=selection_rng == "per_step",
+            stop_descent_fn=stop_descent_fn,
         )
         next_node_index = tree.children_index[batch_range, parent_index, action]
+        if stop_descent_fn is None:
+            stopped = None
+        else:
+            stopped = (next_node_index != UNVISITED) & jax.vmap(stop_descent_fn)(
+                tree, next_node_index
+            )
         next_node_index = jnp.where(next_node_index == UNVISITED, sim + 1, next_node_index)
-        tree = expand(params, expand_key, tree, recurrent_fn, parent_index, action, next_node_index)
+        tree = expand(
+            params, expand_key, tree, recurrent_fn, parent_index, action, next_node_index,
+            skip_write=stopped,
+        )
         tree = backup_fn(tree, next_node_index)
         return rng_key, tree
 
@@ -141,12 +161,15 @@ def simulate(
     *,
     max_depth: int,
     split_per_step: bool,
+    stop_descent_fn: StopDescentFn | None = None,
 ) -> tuple[chex.Array, chex.Array]:
     """Descends every tree from the root to an unexpanded edge (or to ``max_depth``).
 
     Args:
       rng_keys: ``[B]`` keys, or None.
       tree: the batched tree.
+      stop_descent_fn: ``(tree, node_index) -> bool`` (one tree) or None: the descent
+        also stops on an edge whose expanded child it marks as done.
 
     Returns:
       ``(parent_index [B], action [B])``: the edge to expand.
@@ -157,6 +180,12 @@ def simulate(
             return key, key
         key, selection_key = jax.random.split(key)
         return key, selection_key
+
+    def continues(tree, next_node_index, depth):
+        going = (next_node_index != UNVISITED) & (depth < max_depth)
+        if stop_descent_fn is not None:
+            going = going & ~stop_descent_fn(tree, next_node_index)
+        return going
 
     def one(key, tree):
         key, selection_key = next_key(key)
@@ -170,7 +199,7 @@ def simulate(
             action=action,
             next_node_index=next_node_index,
             depth=depth,
-            is_continuing=(next_node_index != UNVISITED) & (depth < max_depth),
+            is_continuing=continues(tree, next_node_index, depth),
         )
 
         def body(state):
@@ -185,7 +214,7 @@ def simulate(
                 action=action,
                 next_node_index=next_node_index,
                 depth=depth,
-                is_continuing=(next_node_index != UNVISITED) & (depth < max_depth),
+                is_continuing=continues(tree, next_node_index, depth),
             )
 
         state = jax.lax.while_loop(lambda s: s.is_continuing, body, state)
@@ -202,11 +231,14 @@ def expand(
     parent_index: chex.Array,
     action: chex.Array,
     next_node_index: chex.Array,
+    skip_write: chex.Array | None = None,
 ) -> Tree:
     """Evaluates ``action`` from ``parent_index`` and writes node ``next_node_index``.
 
     Args:
       parent_index, action, next_node_index: ``[B]`` int32.
+      skip_write: ``[B]`` bool or None: where True, only the node's visit count is
+        incremented (the model's output for that tree is discarded).
 
     Returns:
       The tree with the new node's prior, values, edge reward/discount, embedding and
@@ -219,8 +251,16 @@ def expand(
     chex.assert_shape(step.prior_logits, (batch_size, tree.num_actions))
     chex.assert_shape([step.reward, step.discount, step.value], (batch_size,))
 
+    visits = tree.node_visits.at[b, next_node_index].set(tree.node_visits[b, next_node_index] + 1)
+    mode = None
+    if skip_write is not None:
+        # Out-of-range indices: the scatters below drop those trees' writes.
+        mode = "drop"
+        next_node_index = jnp.where(skip_write, tree.num_simulations + 1, next_node_index)
+        parent_index = jnp.where(skip_write, tree.num_simulations + 1, parent_index)
+
     def write(array, value):
-        return array.at[b, next_node_index].set(value)
+        return array.at[b, next_node_index].set(value, mode=mode)
 
     def write_if_stored(array, value):  # the last node's embedding is never read
         return array.at[b, next_node_index].set(value, mode="drop")
@@ -233,7 +273,7 @@ def expand(
         node_extras = jax.tree.map(write, node_extras, step_extras)
 
     return tree.replace(
-        node_visits=write(tree.node_visits, tree.node_visits[b, next_node_index] + 1),
+        node_visits=visits,
         raw_values=write(tree.raw_values, step.value),
         node_values=write(tree.node_values, step.value),
         node_rewards=write(tree.node_rewards, step.reward),
@@ -241,7 +281,9 @@ def expand(
         parents=write(tree.parents, parent_index),
         action_from_parent=write(tree.action_from_parent, action),
         children_prior_logits=write(tree.children_prior_logits, step.prior_logits),
-        children_index=tree.children_index.at[b, parent_index, action].set(next_node_index),
+        children_index=tree.children_index.at[b, parent_index, action].set(
+            next_node_index, mode=mode
+        ),
         embeddings=jax.tree.map(write_if_stored, tree.embeddings, embedding),
         node_extras=node_extras,
     )
