@@ -63,7 +63,7 @@ def test_kernel_matches_reference(num_outcomes, belief_summary, max_depth, termi
     tree = out.search_tree
     noise = kernel_selection_noise(key, batch_size, num_actions, num_simulations,
                                    max_depth or num_simulations)
-    reevaluations = 0
+    reevaluations = stops = 0
     for b in range(batch_size):
         nodes = reference_curiosity_search(
             model.step, np.asarray(root.value_belief[b]), np.asarray(root.action_beliefs[b]),
@@ -75,6 +75,8 @@ def test_kernel_matches_reference(num_outcomes, belief_summary, max_depth, termi
         reevaluations += int((~used).sum())
         np.testing.assert_array_equal(tree.parents[b, ~used], -1)
         nodes = [n for n in nodes if n is not None]
+        # A proven node visited again without children: a descent stopped there.
+        stops += sum(n.proven and n.visits > 1 and not n.children for n in nodes)
         np.testing.assert_array_equal(tree.parents[b, used][1:], [n.parent for n in nodes[1:]])
         np.testing.assert_array_equal(tree.action_from_parent[b, used][1:],
                                       [n.action for n in nodes[1:]])
@@ -85,7 +87,9 @@ def test_kernel_matches_reference(num_outcomes, belief_summary, max_depth, termi
                                    [n.proven_score for n in nodes], atol=1e-6)
         np.testing.assert_allclose(tree.node_extras.belief[b, used], [n.belief for n in nodes],
                                    rtol=2e-4, atol=1e-4)
-    assert (reevaluations > 0) == (max_depth is not None)  # the max_depth path is exercised
+    # The max_depth path and the stop-at-proven path are exercised.
+    assert reevaluations > 0
+    assert (stops > 0) == (terminal_fraction > 0)
     assert np.all(np.isfinite(out.action_weights)) and np.all(out.action_weights[invalid] == 0)
     np.testing.assert_allclose(out.action_weights.sum(-1), 1.0, atol=1e-5)
     np.testing.assert_allclose(out.root_belief, tree.node_extras.belief[:, 0])

@@ -9,7 +9,10 @@ expanded child as ``flip_perspective(child belief)`` (two-player zero-sum; with
 ``two_player=False`` no flip).
 
 - Selection: one action drawn from P(a is best) over the children beliefs
-  (``beliefs.sample_best_arm``: O(A G), no Gamma/Beta draws), illegal actions excluded.
+  (Gumbel-max, no Gamma/Beta draws), illegal actions excluded. P(best) over a node's
+  children only changes when a backup passes through the node, so the backup stores
+  it (``CuriosityExtras.best_probability``, computed once per node and simulation)
+  and selection reads it: O(A) per step instead of a second O(A G) evaluation.
 - Backup: for each ancestor, pi = P(best) over its children, Qbar = the pi-mixture
   summarized (``"average"`` of parameters as the blog, or ``"moment_match"``), and
   ``C = (1 - gamma) V + gamma Qbar``, ``gamma = n / (kappa + n)``, n = the sum of its
@@ -17,7 +20,9 @@ expanded child as ``flip_perspective(child belief)`` (two-player zero-sum; with
 - Proofs: a terminal node (``discount == 0`` on its edge) gets the exact belief of its
   result; a node with a proven winning child, or whose legal children are all proven,
   is proven with the minimax result. Proven beliefs are ``beliefs.score_belief``
-  (near-Dirac) and are never blended again.
+  (near-Dirac) and are never blended again. The descent stops at a proven child
+  (the kernel's ``stop_descent_fn``): that simulation backs its exact belief up again
+  (visits incremented along the path) instead of expanding a node below it.
 
 The rule plugs into the generic kernel (``search.search``) through its hooks: node
 extras (``CuriosityExtras``), a selection function and a backup function. Model outputs
@@ -93,7 +98,9 @@ class CuriosityExtras:
     belief: ``[K]`` search belief C (node mover's view); value_belief: ``[K]`` network V
     (or the exact result); action_beliefs: ``[A, K]`` Q_a priors; invalid: ``[A]`` bool;
     proven: ``[]`` bool (terminal or solved: belief is exact and stays fixed);
-    proven_score: ``[]`` exact expected outcome of a proven node (mover's view), else 0.
+    proven_score: ``[]`` exact expected outcome of a proven node (mover's view), else 0;
+    best_probability: ``[A]`` P(a is best) over the node's children beliefs as of its
+    last backup (at creation: over its Q_a priors), read by selection.
     """
 
     belief: chex.Array
@@ -102,6 +109,7 @@ class CuriosityExtras:
     invalid: chex.Array
     proven: chex.Array
     proven_score: chex.Array
+    best_probability: chex.Array
 
 
 @chex.dataclass(frozen=True)
@@ -158,14 +166,22 @@ def curiosity_selection(
 ) -> chex.Array:
     """Thompson selection: an action drawn from P(a is best) at one node, ``[]`` int32.
 
+    Reads the node's cached ``best_probability`` (kept current by ``curiosity_backup``
+    and set at expansion), so it equals ``beliefs.sample_best_arm`` over
+    ``children_beliefs`` at O(A). ``grid_size`` and ``two_player`` are accepted for
+    signature compatibility (they were fixed when the cache was computed).
+
     Use with ``selection_rng="per_simulation"``: the draw at ``depth`` uses
     ``jax.random.fold_in(rng_key, depth)`` (root: depth 0).
     """
-    child_beliefs, _ = children_beliefs(tree, node_index, tree.node_extras.belief, two_player)
+    del grid_size, two_player
     key = jax.random.fold_in(rng_key, depth)
-    return beliefs.sample_best_arm(
-        key, child_beliefs, tree.node_extras.invalid[node_index], grid_size
-    )
+    return beliefs.sample_from_probability(key, tree.node_extras.best_probability[node_index])
+
+
+def is_proven(tree: Tree, node_index: chex.Array) -> chex.Array:
+    """``stop_descent_fn`` for the kernel: True at terminal / solved nodes, ``[]`` bool."""
+    return tree.node_extras.proven[node_index]
 
 
 def updated_belief(
@@ -190,7 +206,8 @@ def updated_belief(
         updated arrays).
 
     Returns:
-      ``(belief [K], proven [], proven_score [])``.
+      ``(belief [K], proven [], proven_score [], best_probability [A])``: the last is
+      P(a is best) over the node's (updated) children, selection's cache.
     """
     extras = tree.node_extras
     child_beliefs, expanded = children_beliefs(tree, node_index, node_beliefs, two_player)
@@ -214,7 +231,7 @@ def updated_belief(
     already = node_proven[node_index]
     belief = jnp.where(already, node_beliefs[node_index], jnp.where(newly_proven, exact, blended))
     score = jnp.where(already, node_scores[node_index], jnp.where(newly_proven, proven_best, 0.0))
-    return belief, already | newly_proven, score
+    return belief, already | newly_proven, score, weights
 
 
 def curiosity_backup(
@@ -237,9 +254,9 @@ def curiosity_backup(
     def one(tree: Tree, leaf: chex.Array):
         def step(carry, parent, child):
             del child
-            node_beliefs, visits, proven, scores = carry
+            node_beliefs, visits, proven, scores, best = carry
             visits = visits.at[parent].add(1)
-            belief, is_proven, score = updated_belief(
+            belief, is_proven, score, weights = updated_belief(
                 tree,
                 parent,
                 node_beliefs,
@@ -257,17 +274,21 @@ def curiosity_backup(
                 visits,
                 proven.at[parent].set(is_proven),
                 scores.at[parent].set(score),
+                best.at[parent].set(weights),
             )
 
         extras = tree.node_extras
-        carry = (extras.belief, tree.node_visits, extras.proven, extras.proven_score)
+        carry = (extras.belief, tree.node_visits, extras.proven, extras.proven_score,
+                 extras.best_probability)
         return walk_to_root(step, carry, tree.parents, leaf)
 
-    node_beliefs, visits, proven, scores = jax.vmap(one)(tree, leaf_index)
+    node_beliefs, visits, proven, scores, best = jax.vmap(one)(tree, leaf_index)
     values = jnp.where(visits > 0, beliefs.to_value(node_beliefs), 0.0).astype(
         tree.node_values.dtype
     )
-    extras = tree.node_extras.replace(belief=node_beliefs, proven=proven, proven_score=scores)
+    extras = tree.node_extras.replace(
+        belief=node_beliefs, proven=proven, proven_score=scores, best_probability=best
+    )
     return tree.replace(node_visits=visits, node_values=values, node_extras=extras)
 
 
@@ -282,7 +303,9 @@ def _node_extras(
     invalid: chex.Array,
     proven: chex.Array,
     proven_score: chex.Array,
+    grid_size: int,
 ) -> CuriosityExtras:
+    """Extras of new nodes, ``[B, ...]``; their P(best) cache is over the Q_a priors."""
     return CuriosityExtras(
         belief=value_belief,
         value_belief=value_belief,
@@ -290,10 +313,11 @@ def _node_extras(
         invalid=invalid,
         proven=proven,
         proven_score=proven_score.astype(jnp.float32),
+        best_probability=beliefs.best_arm_probability(action_beliefs, invalid, grid_size),
     )
 
 
-def _wrap_recurrent_fn(recurrent_fn, two_player: bool, proven_strength: float):
+def _wrap_recurrent_fn(recurrent_fn, two_player: bool, proven_strength: float, grid_size: int):
     """Turns a ``BeliefRecurrentFnOutput`` model into the kernel's extras-carrying one.
 
     At a terminal (discount 0) the node's belief is the exact result: the reward is for
@@ -316,6 +340,7 @@ def _wrap_recurrent_fn(recurrent_fn, two_player: bool, proven_strength: float):
             invalid,
             terminal,
             jnp.where(terminal, own_score, 0.0),
+            grid_size,
         )
         kernel_out = RecurrentFnOutputWithExtras(
             reward=out.reward,
@@ -385,6 +410,7 @@ def curiosity_policy(
             invalid_actions,
             jnp.zeros((batch_size,), bool),
             jnp.zeros((batch_size,)),
+            grid_size,
         ),
     )
     rule = functools.partial(curiosity_selection, grid_size=grid_size, two_player=two_player)
@@ -392,7 +418,7 @@ def curiosity_policy(
         params,
         search_key,
         root=kernel_root,
-        recurrent_fn=_wrap_recurrent_fn(recurrent_fn, two_player, proven_strength),
+        recurrent_fn=_wrap_recurrent_fn(recurrent_fn, two_player, proven_strength, grid_size),
         root_action_selection_fn=rule,
         interior_action_selection_fn=rule,
         num_simulations=num_simulations,
@@ -408,6 +434,7 @@ def curiosity_policy(
             proven_strength=proven_strength,
         ),
         selection_rng="per_simulation",
+        stop_descent_fn=is_proven,
     )
     root_index = jnp.full((batch_size,), ROOT_INDEX, jnp.int32)
     child_beliefs, expanded = jax.vmap(

@@ -95,7 +95,9 @@ def reference_curiosity_search(
     """Runs the curiosity search on one root; returns its ``num_simulations + 1`` nodes.
 
     Node ``i`` is created by simulation ``i - 1``; a simulation that re-evaluates a leaf
-    at ``max_depth`` creates none and leaves ``None`` in its slot.
+    at ``max_depth``, or stops at a proven (terminal or solved) child, creates none and
+    leaves ``None`` in its slot. Stopping at a proven child calls no model: its visit
+    count is incremented and its exact belief is backed up again.
 
     Args:
       root_value_belief: ``[K]``; root_action_beliefs: ``[A, K]``;
@@ -160,15 +162,25 @@ def reference_curiosity_search(
         else:
             node.belief = blended
 
+    def backup(node):
+        while node != 0:
+            node = nodes[node].parent
+            nodes[node].visits += 1
+            update(node)
+
     for sim in range(num_simulations):
         index, depth = 0, 0
         while True:
             action = select(nodes[index], noise(sim, depth))
             depth += 1
             child = nodes[index].children.get(action)
-            if child is None or depth >= max_depth:
+            if child is None or depth >= max_depth or nodes[child].proven:
                 break
             index = child
+        if child is not None and nodes[child].proven:  # nothing below can change it
+            nodes[child].visits += 1
+            backup(child)
+            continue
         reward, discount, logits, value_belief, action_beliefs, embedding = step(
             nodes[index].embedding, action)
         terminal = discount == 0
@@ -198,11 +210,7 @@ def reference_curiosity_search(
             record.visits = nodes[child].visits + 1
             record.children = nodes[child].children
             nodes[child] = record
-        node = child
-        while node != 0:
-            node = nodes[node].parent
-            nodes[node].visits += 1
-            update(node)
+        backup(child)
     nodes.extend([None] * (num_simulations + 1 - len(nodes)))
     return nodes
 
