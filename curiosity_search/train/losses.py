@@ -24,6 +24,7 @@
   ``regret.ranking_loss`` (L_rank over the batch) + ``regret.regret_value_loss`` (MSE),
   weighted by ``train.regret_loss_weight``.
 Every per-position loss is averaged over the batch entries with ``valid == True``.
+The Dirichlet KL and entropy are the search kernel's (``search.beliefs``), re-exported.
 """
 
 from __future__ import annotations
@@ -35,8 +36,9 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
-from jax.scipy.special import digamma, gammaln
 
+from curiosity_search.search.beliefs import entropy_bits as dirichlet_entropy_bits
+from curiosity_search.search.beliefs import kl_dirichlet_bits
 from curiosity_search.train.regret import ranking_loss, regret_value_loss
 from curiosity_search.train.replay import Positions
 from curiosity_search.train.targets import outcome_probabilities
@@ -44,42 +46,7 @@ from curiosity_search.train.targets import outcome_probabilities
 LN2 = math.log(2.0)
 _MASKED = -1e9
 
-
-def kl_dirichlet_bits(target: jax.Array, predicted: jax.Array) -> jax.Array:
-    """``KL(Dir(target) || Dir(predicted))`` in bits, over the last axis.
-
-    Args:
-      target: ``[..., K]`` positive concentrations.
-      predicted: ``[..., K]`` positive concentrations.
-
-    Returns:
-      ``[...]`` non-negative KL divergences in bits.
-    """
-    target_total = jnp.sum(target, axis=-1)
-    predicted_total = jnp.sum(predicted, axis=-1)
-    kl = (
-        gammaln(target_total)
-        - jnp.sum(gammaln(target), axis=-1)
-        - gammaln(predicted_total)
-        + jnp.sum(gammaln(predicted), axis=-1)
-        + jnp.sum(
-            (target - predicted) * (digamma(target) - digamma(target_total)[..., None]), axis=-1
-        )
-    )
-    return kl / LN2
-
-
-def dirichlet_entropy_bits(concentration: jax.Array) -> jax.Array:
-    """Differential entropy of ``Dir(concentration)`` in bits, ``[..., K] -> [...]``."""
-    num_outcomes = concentration.shape[-1]
-    total = jnp.sum(concentration, axis=-1)
-    log_beta = jnp.sum(gammaln(concentration), axis=-1) - gammaln(total)
-    entropy = (
-        log_beta
-        + (total - num_outcomes) * digamma(total)
-        - jnp.sum((concentration - 1.0) * digamma(concentration), axis=-1)
-    )
-    return entropy / LN2
+__all__ = ["compute_losses", "dirichlet_entropy_bits", "kl_dirichlet_bits", "make_loss_fn"]
 
 
 def _masked_mean(values: jax.Array, weights: jax.Array) -> jax.Array:
