@@ -125,3 +125,24 @@ def test_frontier_fit_recovers_a_known_curve() -> None:
     assert -fit.intercept / fit.slope == pytest.approx(15, abs=0.2)
     index = frontier(compute, truth)
     assert np.all(np.diff(truth[index]) > 0) and not math.isnan(fit.rmse)
+
+
+def test_optimal_move_rate_curves_from_solver_evaluations(tmp_path: Path) -> None:
+    run_dir = tmp_path / "hex4_gumbel"
+    run_dir.mkdir()
+    (run_dir / "config.yaml").write_text("algorithm: gumbel\nenv: {name: hex, size: 4}\n")
+    rows = []
+    for it in range(1, 7):
+        row = {"iteration": it, "wall_time_s": 5.0 * it, "train_flops": 1e9 * it}
+        if it % 2 == 0:  # evaluated every other iteration
+            row["eval/raw_optimal_move_rate"] = 0.5 + 0.08 * it
+            row["eval/search_optimal_move_rate"] = 0.6 + 0.06 * it
+        rows.append(row)
+    (run_dir / "metrics.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    make_plots([tmp_path], tmp_path / "out")
+    assert (tmp_path / "out" / "optimal_move_rate.png").stat().st_size > 0
+    with open(tmp_path / "out" / "optimal_move_rate.csv", newline="") as handle:
+        table = list(csv.DictReader(handle))
+    assert [int(r["iteration"]) for r in table] == [2, 4, 6]
+    assert [float(r["raw_optimal_move_rate"]) for r in table] == pytest.approx([0.66, 0.82, 0.98])
+    assert {r["algorithm"] for r in table} == {"gumbel"}

@@ -37,6 +37,7 @@ import numpy as np
 
 from curiosity_search.eval.elo import PairResult, fit_elo
 from curiosity_search.eval.frontier import fit_frontier
+from curiosity_search.eval.learning_curves import optimal_move_figure
 
 LABEL_KEYS = ("run", "algorithm", "board_size", "network", "seed")
 
@@ -417,6 +418,9 @@ def make_plots(dirs: Sequence[str | os.PathLike], out: str | os.PathLike) -> lis
         elo_figure(plt, eval_rows, out)
     if metric_rows:
         entropy_figure(plt, metric_rows, out)
+        rates = optimal_move_figure(plt, metric_rows, out)
+        if rates:
+            _write_csv(out / "optimal_move_rate.csv", rates)
     command = "curiosity-search plot " + " ".join(map(str, dirs)) + f" --out {out}"
     (out / "PLOTS_COMMAND.txt").write_text(command + "\n")
     return sorted(out.glob("*.png")) + sorted(out.glob("*.csv"))
