@@ -283,7 +283,7 @@ def bench_search(
                 rows.append(row)
                 say(
                     f"B={batch:4d} sims={sims:4d} {name:13s} {row['sims_per_sec']:10.0f} sims/s"
-                    f"  x{row['speed_ratio']:.2f} vs {row['baseline']}"
+                    f"  x{row['speed_ratio']:.3g} vs {row['baseline']}"
                     f"  tree {row['tree_bytes'] / 2**20:7.2f} MiB (x{row['memory_ratio']:.2f})"
                 )
     if out_dir is not None:
