@@ -183,6 +183,7 @@ def make_policy(search_cfg: Any, *, self_play: bool) -> Callable[..., Any]:
             kappa=search_cfg.kappa,
             grid_size=search_cfg.grid_size,
             belief_summary=search_cfg.belief_summary,
+            pbest_method=search_cfg.pbest_method,
             temperature=1.0 if self_play else 0.0,
         )
     raise ValueError(f"unknown search rule {rule!r}")
