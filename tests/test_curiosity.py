@@ -58,7 +58,8 @@ def test_kernel_matches_reference(num_outcomes, belief_summary, max_depth, termi
     key = jax.random.PRNGKey(11)
     policy = jax.jit(functools.partial(
         curiosity_policy, recurrent_fn=model.recurrent_fn, num_simulations=num_simulations,
-        max_depth=max_depth, kappa=2.5, belief_summary=belief_summary))
+        max_depth=max_depth, kappa=2.5, belief_summary=belief_summary,
+        pbest_method="accurate"))  # the reference uses the accurate P(best)
     out = policy(None, key, root, invalid_actions=jnp.asarray(invalid))
     tree = out.search_tree
     noise = kernel_selection_noise(key, batch_size, num_actions, num_simulations,
@@ -136,6 +137,20 @@ def test_two_armed_bandit_concentrates_on_better_arm():
     # Both arms are terminal, hence proven: the root is solved with the best arm's score.
     assert np.all(out.search_tree.node_extras.proven[:, 0])
     np.testing.assert_allclose(beliefs.belief_mean_score(out.root_belief), 0.7, atol=1e-3)
+
+
+@pytest.mark.parametrize("num_outcomes", [2, 3])
+def test_fast_pbest_search_runs_and_finds_better_arm(num_outcomes):
+    root, recurrent_fn = _bandit([0.3, 0.45, 0.7], num_outcomes=num_outcomes)
+    out = jax.jit(functools.partial(curiosity_policy, recurrent_fn=recurrent_fn,
+                                    num_simulations=24, max_depth=1, pbest_method="fast"))(
+        None, jax.random.PRNGKey(3), root(4))
+    visits = np.asarray(out.search_tree.children_visits[:, 0])
+    assert np.all(visits[:, 2] >= 0.7 * visits.sum(-1)), visits
+    for array in (out.action_weights, out.root_belief, out.search_tree.node_values):
+        assert np.all(np.isfinite(array))
+    np.testing.assert_allclose(out.action_weights.sum(-1), 1.0, atol=1e-5)
+    assert np.all(out.action_weights[:, 2] > 0.99) and np.all(out.action == 2)
 
 
 def test_proven_win_makes_parent_proven_with_draws():
