@@ -236,27 +236,43 @@ def make_search(
             num_simulations=num_simulations,
             invalid_actions=~states.legal_action_mask,
         )
-        weights = jnp.where(states.legal_action_mask, output.action_weights, 0.0)
-        weights = weights / jnp.maximum(jnp.sum(weights, axis=-1, keepdims=True), 1e-12)
-        tree = output.search_tree
-        visits = tree.children_visits[:, mctx_root_index()].astype(jnp.float32)
-        visits = visits / jnp.maximum(jnp.sum(visits, axis=-1, keepdims=True), 1.0)
-        root_value = tree.node_values[:, mctx_root_index()].astype(jnp.float32)
-        return SearchResult(
-            action=output.action.astype(jnp.int32),
-            action_weights=weights.astype(jnp.float32),
-            root_value=root_value,
-            network_value=root.value.astype(jnp.float32),
-            visit_distribution=visits,
-            root_belief=getattr(output, "root_belief", None),
-            child_beliefs=getattr(output, "child_beliefs", None),
-            child_belief_mask=getattr(output, "child_belief_mask", None),
-            root_qvalues=root_qvalues(tree, root_value),
-            regret_rank=network_output.regret_rank,
-            regret_value=network_output.regret_value,
-        )
+        return search_result(output, states, root.value, network_output)
 
     return search
+
+
+def search_result(
+    output: Any, states: Any, network_value: jax.Array, network_output: Any
+) -> SearchResult:
+    """Packs a policy's output into a ``SearchResult`` for self-play and the losses.
+
+    Args:
+      output: the policy's output (``action`` ``[B]``, ``action_weights`` ``[B, A]``,
+        ``search_tree``; curiosity adds ``root_belief``, ``child_beliefs``,
+        ``child_belief_mask``).
+      states: the root env states ``[B]`` (their ``legal_action_mask`` ``[B, A]``).
+      network_value: the root's network value ``[B]``.
+      network_output: the network's ``NetworkOutput`` at the root (regret heads).
+    """
+    weights = jnp.where(states.legal_action_mask, output.action_weights, 0.0)
+    weights = weights / jnp.maximum(jnp.sum(weights, axis=-1, keepdims=True), 1e-12)
+    tree = output.search_tree
+    visits = tree.children_visits[:, mctx_root_index()].astype(jnp.float32)
+    visits = visits / jnp.maximum(jnp.sum(visits, axis=-1, keepdims=True), 1.0)
+    root_value = tree.node_values[:, mctx_root_index()].astype(jnp.float32)
+    return SearchResult(
+        action=output.action.astype(jnp.int32),
+        action_weights=weights.astype(jnp.float32),
+        root_value=root_value,
+        network_value=network_value.astype(jnp.float32),
+        visit_distribution=visits,
+        root_belief=getattr(output, "root_belief", None),
+        child_beliefs=getattr(output, "child_beliefs", None),
+        child_belief_mask=getattr(output, "child_belief_mask", None),
+        root_qvalues=root_qvalues(tree, root_value),
+        regret_rank=network_output.regret_rank,
+        regret_value=network_output.regret_value,
+    )
 
 
 def root_qvalues(tree: Any, root_value: jax.Array) -> jax.Array:

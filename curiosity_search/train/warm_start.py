@@ -29,8 +29,7 @@ from curiosity_search.train.search_fns import (
     SearchResult,
     make_policy,
     masked_logits,
-    mctx_root_index,
-    root_qvalues,
+    search_result,
 )
 
 
@@ -126,21 +125,6 @@ def make_warm_start_search(
             num_simulations=num_simulations,
             invalid_actions=~states.legal_action_mask,
         )
-        weights = jnp.where(states.legal_action_mask, output.action_weights, 0.0)
-        weights = weights / jnp.maximum(jnp.sum(weights, axis=-1, keepdims=True), 1e-12)
-        tree = output.search_tree
-        visits = tree.children_visits[:, mctx_root_index()].astype(jnp.float32)
-        visits = visits / jnp.maximum(jnp.sum(visits, axis=-1, keepdims=True), 1.0)
-        root_value = tree.node_values[:, mctx_root_index()].astype(jnp.float32)
-        return SearchResult(
-            action=output.action.astype(jnp.int32),
-            action_weights=weights.astype(jnp.float32),
-            root_value=root_value,
-            network_value=network_output.value.astype(jnp.float32),
-            visit_distribution=visits,
-            root_qvalues=root_qvalues(tree, root_value),
-            regret_rank=network_output.regret_rank,
-            regret_value=network_output.regret_value,
-        )
+        return search_result(output, states, network_output.value, network_output)
 
     return search
