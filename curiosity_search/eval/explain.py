@@ -11,6 +11,7 @@ exists, each move's game-theoretic value.
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 import jax
@@ -110,6 +111,11 @@ def explain_main(args: argparse.Namespace) -> int:
     sims = args.simulations
     sims = agent.config.search.eval_num_simulations if sims is None else int(sims)
     moves = [m for m in (args.moves or "").replace(",", " ").split() if m]
+    try:
+        _state_after(agent, moves)  # reject a bad move list before any search
+    except ValueError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     print(explain(agent, moves, sims, int(getattr(args, "seed", 0) or 0)))
     return 0
 
