@@ -48,6 +48,28 @@ def _select(
     return masked_argmax(scores, tree.root_invalid_actions if at_root else None)
 
 
+def _puct_select(
+    rng_key: chex.PRNGKey | None,
+    tree: Tree,
+    node_index: chex.Array,
+    exploration: chex.Array,
+    qtransform: QTransform,
+    tie_break: str,
+    at_root: bool,
+) -> chex.Array:
+    """argmax q~(a) + exploration * P(a) sqrt(N(s)) / (1 + N(a)) on one tree; ``[]``.
+
+    The two PUCT forms differ only in ``exploration`` (``[]``): c(s) for MuZero, a
+    constant for AlphaGo.
+    """
+    visit_counts = tree.node_children_visits(node_index)  # [A]
+    node_visit = tree.node_visits[node_index]  # []
+    prior_probs = jax.nn.softmax(tree.children_prior_logits[node_index])  # [A]
+    policy_score = jnp.sqrt(node_visit) * exploration * prior_probs / (visit_counts + 1)
+    value_score = qtransform(tree, node_index)
+    return _select(rng_key, value_score + policy_score, tree, at_root, tie_break)
+
+
 def muzero_puct_selection(
     rng_key: chex.PRNGKey | None,
     tree: Tree,
@@ -67,13 +89,9 @@ def muzero_puct_selection(
     ``qtransform`` (min-max normalized Q, unvisited at the minimum). Returns ``[]``.
     """
     del depth
-    visit_counts = tree.node_children_visits(node_index)  # [A]
     node_visit = tree.node_visits[node_index]  # []
     pb_c = pb_c_init + jnp.log((node_visit + pb_c_base + 1.0) / pb_c_base)
-    prior_probs = jax.nn.softmax(tree.children_prior_logits[node_index])
-    policy_score = jnp.sqrt(node_visit) * pb_c * prior_probs / (visit_counts + 1)
-    value_score = qtransform(tree, node_index)
-    return _select(rng_key, value_score + policy_score, tree, at_root, tie_break)
+    return _puct_select(rng_key, tree, node_index, pb_c, qtransform, tie_break, at_root)
 
 
 def alphago_puct_selection(
@@ -93,12 +111,7 @@ def alphago_puct_selection(
     so a fresh node is ordered by its prior rather than by a tie. Returns ``[]``.
     """
     del depth
-    visit_counts = tree.node_children_visits(node_index)
-    node_visit = tree.node_visits[node_index]
-    prior_probs = jax.nn.softmax(tree.children_prior_logits[node_index])
-    policy_score = jnp.sqrt(node_visit) * c_puct * prior_probs / (visit_counts + 1)
-    value_score = qtransform(tree, node_index)
-    return _select(rng_key, value_score + policy_score, tree, at_root, tie_break)
+    return _puct_select(rng_key, tree, node_index, c_puct, qtransform, tie_break, at_root)
 
 
 def uct_p_nn_selection(
