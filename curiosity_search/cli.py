@@ -40,6 +40,7 @@ HANDLERS: dict[str, tuple[str, str]] = {
     "bench": ("curiosity_search.bench", "bench_main"),
     "play": ("curiosity_search.eval.htp", "play_main"),
     "explain": ("curiosity_search.eval.explain", "explain_main"),
+    "reference": ("curiosity_search.eval.references", "reference_main"),
 }
 # Verbs that never touch JAX skip the compilation cache (and its JAX import).
 NO_JAX_VERBS = frozenset({"plot"})
@@ -161,6 +162,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--checkpoint", type=Path, required=True, help="run directory or checkpoint")
     p.add_argument("--moves", default="", help='moves from the empty board, e.g. "a1 b2"')
     p.add_argument("--simulations", type=non_negative_int, help="search simulations")
+    p.add_argument("--seed", type=int, default=0)
+
+    p = verbs.add_parser(
+        "reference",
+        help="train, freeze (params only) and assess a reference opponent",
+        description="Trains the config (resuming; skipped when finished), freezes the "
+        "parameters into curiosity_search/references/<game><size> (or --out) and "
+        "writes its measured quality to reference.json there. Play it with the "
+        "player spec `reference[@SIMS]`.",
+    )
+    p.add_argument("--config", type=Path, required=True, help="e.g. configs/references/hex5.yaml")
+    _add_overrides(p)
+    p.add_argument("--workdir", type=Path, help="training run directory (default runs/<name>)")
+    p.add_argument("--out", type=Path, help="frozen reference folder (default: the package's)")
+    p.add_argument("--simulations", type=positive_int,
+                   help="simulations it plays with (default: search.eval_num_simulations)")
+    p.add_argument("--games", type=positive_int, default=64,
+                   help="games per assessment match (default 64)")
     p.add_argument("--seed", type=int, default=0)
     return parser
 

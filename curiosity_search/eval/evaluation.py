@@ -132,7 +132,7 @@ def build_opponents(plan: EvalPlan, game: GameSpec, env: Any) -> list[tuple[JaxP
         try:
             reference = (spec, parse_player(spec, game, env))
             break
-        except (NotImplementedError, ValueError, KeyError) as error:
+        except (NotImplementedError, ValueError, KeyError, FileNotFoundError) as error:
             if i == len(plan.reference) - 1:
                 raise ValueError(
                     f"evaluation.reference: none of {list(plan.reference)} "

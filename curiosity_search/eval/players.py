@@ -16,6 +16,8 @@ Player specs (``parse_player``):
                            ``@SIMS`` means the raw policy (0 simulations, the apprentice),
                            ``@32`` the network with its search rule at 32 simulations.
 - ``htp:COMMAND``          an external HTP engine, e.g. ``htp:mohex --use-logfile=0``.
+- ``reference[@SIMS]``     the frozen reference network for the game being played
+                           (``eval.references``), at its own or ``SIMS`` simulations.
 
 A bare existing directory (``DIR`` or ``DIR@SIMS``) is read as ``checkpoint:``.
 """
@@ -264,6 +266,11 @@ def parse_player(spec: str, game: GameSpec, env: Any = None) -> Any:
         if at and tail.isdigit():
             path, sims = head, int(tail)
         return checkpoint_player(path, sims)
+    ref, at, sims_text = spec.partition("@")
+    if ref == "reference" and (not at or sims_text.isdigit()):
+        from curiosity_search.eval.references import reference_player
+
+        return reference_player(game, int(sims_text) if at else None)
     if kind == "htp" and arg:
         from curiosity_search.eval.htp_player import HtpPlayer
 
@@ -277,5 +284,5 @@ def parse_player(spec: str, game: GameSpec, env: Any = None) -> Any:
         return checkpoint_player(path, sims)
     raise ValueError(
         f"unknown player spec {spec!r}; allowed: random, mcts:SIMS, solver, "
-        "checkpoint:DIR[@SIMS], htp:COMMAND"
+        "checkpoint:DIR[@SIMS], reference[@SIMS], htp:COMMAND"
     )

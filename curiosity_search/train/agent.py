@@ -6,12 +6,15 @@
     actions = agent.act(key, states, num_simulations=32)   # the run's search
 
 ``path`` may be a run directory (``config.yaml`` + ``checkpoints/``), its
-``checkpoints`` folder, or one checkpoint folder ``checkpoints/<iteration>``.
+``checkpoints`` folder, one checkpoint folder ``checkpoints/<iteration>``, or a frozen
+agent written by ``freeze_agent`` (``config.yaml`` + ``params.msgpack`` + ``frozen.json``:
+the parameters only, no optimizer state or replay; a few hundred kB for small nets).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import threading
 from collections.abc import Callable
@@ -28,6 +31,8 @@ from curiosity_search.train.checkpoint import (
 )
 
 CONFIG_FILENAME = "config.yaml"
+FROZEN_PARAMS_FILENAME = "params.msgpack"
+FROZEN_META_FILENAME = "frozen.json"
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -137,6 +142,8 @@ def load_agent(
 
     if build_trainer is None:
         from curiosity_search.train.trainer import build_trainer
+    if is_frozen(path):
+        return _load_frozen(Path(path), num_simulations, build_trainer)
     run_dir, step = resolve_checkpoint(path)
     cfg = load_config(run_dir / CONFIG_FILENAME)
     trainer = build_trainer(cfg)
@@ -153,6 +160,90 @@ def load_agent(
         env=trainer.env,
         params=params,
         iteration=step,
+        num_simulations=int(num_simulations or 0),
+        trainer=trainer,
+    )
+
+
+def is_frozen(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` is a folder written by ``freeze_agent``."""
+    return (Path(path) / FROZEN_PARAMS_FILENAME).is_file()
+
+
+def freeze_agent(agent: Agent, out_dir: str | os.PathLike[str], **meta: Any) -> Path:
+    """Writes ``agent``'s config and parameters (only) to ``out_dir``; returns it.
+
+    ``out_dir`` gets ``config.yaml``, ``params.msgpack`` (``flax.serialization``) and
+    ``frozen.json`` (``iteration`` plus ``meta``). Files are written to temporary names
+    and renamed, so an interrupted freeze never leaves a half-written agent behind.
+    ``load_agent(out_dir)`` reads it back.
+    """
+    import flax.serialization
+
+    from curiosity_search.config import save_config
+
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    params = jax.device_get(agent.params)
+    _atomic_write(out_dir / FROZEN_PARAMS_FILENAME, flax.serialization.to_bytes(params))
+    save_config(agent.config, out_dir / CONFIG_FILENAME)
+    info = {"iteration": agent.iteration, **meta}
+    _atomic_write(out_dir / FROZEN_META_FILENAME, (json.dumps(info, indent=2) + "\n").encode())
+    return out_dir
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+
+def _load_frozen(
+    path: Path, num_simulations: int | None, build_trainer: Callable[[Any], Any] | None
+) -> Agent:
+    import flax.serialization
+
+    from curiosity_search.config import load_config
+
+    if build_trainer is None:
+        from curiosity_search.train.trainer import build_trainer
+    if not (path / CONFIG_FILENAME).is_file():
+        raise FileNotFoundError(f"{path}: frozen agent without {CONFIG_FILENAME}")
+    cfg = load_config(path / CONFIG_FILENAME)
+    trainer = build_trainer(cfg)
+    abstract = jax.eval_shape(trainer.init, jax.random.key(cfg.seed)).params
+    template = jax.tree.map(lambda leaf: jax.numpy.zeros(leaf.shape, leaf.dtype), abstract)
+    try:
+        params = flax.serialization.from_bytes(
+            template, (path / FROZEN_PARAMS_FILENAME).read_bytes()
+        )
+    except (ValueError, KeyError, TypeError) as error:
+        raise CheckpointError(
+            f"cannot load frozen agent {path}: {FROZEN_PARAMS_FILENAME} does not match "
+            f"the network of its {CONFIG_FILENAME} ({error})"
+        ) from error
+    wrong = [
+        f"{jax.tree_util.keystr(where)}: {loaded.shape} != {expected.shape}"
+        for where, loaded, expected in zip(
+            [k for k, _ in jax.tree_util.tree_flatten_with_path(abstract)[0]],
+            jax.tree.leaves(params),
+            jax.tree.leaves(abstract),
+            strict=True,
+        )
+        if loaded.shape != expected.shape
+    ]
+    if wrong:
+        raise CheckpointError(
+            f"cannot load frozen agent {path}: parameter shapes differ from its "
+            f"{CONFIG_FILENAME}: {', '.join(wrong[:3])}"
+        )
+    meta_path = path / FROZEN_META_FILENAME
+    meta = json.loads(meta_path.read_text()) if meta_path.is_file() else {}
+    return Agent(
+        config=cfg,
+        env=trainer.env,
+        params=params,
+        iteration=int(meta.get("iteration", 0)),
         num_simulations=int(num_simulations or 0),
         trainer=trainer,
     )
