@@ -158,11 +158,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--simulations", type=non_negative_int, help="search simulations per move")
     p.add_argument("--seed", type=int, default=0)
 
-    p = verbs.add_parser("explain", help="show the network and search view of a position")
+    p = verbs.add_parser(
+        "explain",
+        help="show the network and search view of a position (text report + PNG)",
+        description="Prints the report on stdout and draws the board and the search at its "
+        "root (prior, visits, policy target, Q or belief mean +- std, P(best)) into a PNG.",
+    )
     p.add_argument("--checkpoint", type=Path, required=True, help="run directory or checkpoint")
     p.add_argument("--moves", default="", help='moves from the empty board, e.g. "a1 b2"')
     p.add_argument("--simulations", type=non_negative_int, help="search simulations")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", type=Path, default=Path("explain.png"),
+                   help="PNG to write (default: explain.png in the current directory)")
 
     p = verbs.add_parser(
         "reference",

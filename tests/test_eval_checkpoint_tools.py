@@ -1,5 +1,5 @@
 """The checkpoint CLI tools end to end: ``curiosity-search play`` (an HTP engine over a
-trained run, driven through a pipe) and ``curiosity-search explain`` (text report)."""
+trained run, driven through a pipe) and ``curiosity-search explain`` (text report + PNG)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import sys
 import threading
 from pathlib import Path
 
+import matplotlib.image
 import pytest
 
 from curiosity_search import cli
@@ -143,14 +144,16 @@ def test_play_speaks_htp_over_a_checkpoint(run_dir, simulations):
     assert "Traceback" not in err
 
 
-def test_explain_prints_the_position(run_dir, capsys):
-    assert (
-        cli.main(
-            ["explain", "--checkpoint", str(run_dir), "--moves", "a1 b2", "--simulations", "2"]
-        )
-        == 0
-    )
-    out = capsys.readouterr().out
+def test_explain_prints_the_position_and_draws_it(run_dir, tmp_path, capsys):
+    png = tmp_path / "figures" / "a1b2.png"
+    argv = ["explain", "--checkpoint", str(run_dir), "--moves", "a1 b2", "--simulations", "2"]
+    assert cli.main([*argv, "--out", str(png)]) == 0
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    image = matplotlib.image.imread(png)
+    assert image.ndim == 3 and image.shape[0] > 300 and image.shape[1] > 600
+    captured = capsys.readouterr()
+    assert f"wrote {png}" in captured.err
+    out = captured.out
     assert "network value" in out and "search value" in out and "(2 simulations" in out
     assert "iteration 2" in out
     lines = out.splitlines()
@@ -159,8 +162,16 @@ def test_explain_prints_the_position(run_dir, capsys):
     assert rows and set(rows) <= set(CELLS) - {"a1", "b2"}
 
 
+def test_explain_rejects_an_out_that_is_not_png(run_dir, tmp_path, capsys):
+    out = tmp_path / "explain.pdf"
+    assert cli.main(["explain", "--checkpoint", str(run_dir), "--out", str(out)]) == 2
+    assert capsys.readouterr().err.startswith("error: explain: --out")
+    assert not out.exists()
+
+
 @pytest.mark.parametrize("moves", ["a1 z9", "a1 a1", "b2 1a"])
-def test_explain_rejects_bad_moves_without_traceback(run_dir, moves):
+def test_explain_rejects_bad_moves_without_traceback(run_dir, moves, tmp_path):
+    png = tmp_path / "explain.png"
     proc = subprocess.run(
         [
             sys.executable,
@@ -173,11 +184,14 @@ def test_explain_rejects_bad_moves_without_traceback(run_dir, moves):
             moves,
             "--simulations",
             "0",
+            "--out",
+            str(png),
         ],
         capture_output=True,
         text=True,
         timeout=120,
     )
-    assert proc.returncode != 0
+    assert proc.returncode == 2
     assert "Traceback" not in proc.stderr, proc.stderr
-    assert "error: explain: move 2" in proc.stderr, proc.stderr
+    assert proc.stderr.strip().splitlines()[-1].startswith("error: explain: move 2"), proc.stderr
+    assert not png.exists()
