@@ -95,6 +95,10 @@ def resolve_algorithm_defaults(cfg: Config) -> Config:
         cfg = replace_path(cfg, "env.size", 4)
     if cfg.network.regret_heads is None:
         cfg = replace_path(cfg, "network.regret_heads", cfg.search_control.kind == "rgsc")
+    if cfg.search_control.tree_candidates is None:
+        cfg = replace_path(
+            cfg, "search_control.tree_candidates", cfg.search_control.kind == "rgsc"
+        )
     return cfg
 
 
@@ -172,6 +176,11 @@ def _check_search_control(cfg: Config) -> None:
         raise ConfigError(
             "network.regret_heads: false contradicts search_control.kind rgsc "
             "(regret-guided restarts need the regret heads; leave it null)"
+        )
+    if cfg.search_control.tree_candidates and cfg.search_control.kind != "rgsc":
+        raise ConfigError(
+            f"search_control.tree_candidates: true contradicts search_control.kind "
+            f"{cfg.search_control.kind} (only rgsc scores search-tree nodes; leave it null)"
         )
 
 

@@ -167,6 +167,9 @@ class SearchControlConfig:
     capacity: int = positive(100, "K: states in the buffer")
     tau: float = positive(0.1, "sampling P ~ R^(1/tau)")
     ema: float = bounded(0.5, 0, 1, lo_open=True, doc="alpha: regret EMA rate")
+    tree_candidates: bool | None = doc(
+        None, "rgsc: search-tree nodes are restart candidates too; null means on for rgsc"
+    )
 
 
 @dataclass(frozen=True)

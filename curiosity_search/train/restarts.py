@@ -20,8 +20,13 @@ Strategies (``search_control.kind``):
   with probability ``1 / max_game_length``, about one per game, as the PRB's one offer
   per game), uniform restarts.
 - ``rgsc``: the prioritized regret buffer (seeds/003). Candidates come from the
-  trajectory (the searched roots); search-tree nodes are not scored (it would need a
-  network evaluation of every tree node, about doubling the self-play cost).
+  trajectory (the searched roots, regret computed when the game ends) and, with
+  ``search_control.tree_candidates``, from the search trees' nodes: after every move's
+  search, each fresh game's top-ranked non-root, non-terminal expanded node
+  (``search_fns.TreeCandidate``) contends with position -1 and its regret-value head
+  estimate as its regret. The ranking logits and estimates of tree nodes come from
+  the network calls that expanded them (no extra network pass, except for the
+  curiosity rule: see ``search_fns``).
 """
 
 from __future__ import annotations
@@ -180,6 +185,7 @@ class RegretGuided(GoExploit):
 
     tau: float = buffers.DEFAULT_TAU
     alpha: float = buffers.DEFAULT_ALPHA
+    tree_candidates: bool = False  # the search fills SearchResult.tree_candidate
 
     def _init_buffer(self, example_state: Any) -> Any:
         return buffers.prb_init(example_state, self.capacity)
@@ -200,6 +206,21 @@ class RegretGuided(GoExploit):
         tracker = regret_lib.candidate_update(
             games.tracker, states, result.regret_rank, position, result.regret_value, contenders
         )
+        if self.tree_candidates:
+            node = result.tree_candidate
+            if node is None:
+                raise ValueError(
+                    "search_control.tree_candidates needs a search built with "
+                    "make_search(..., tree_candidates=True)"
+                )
+            tracker = regret_lib.candidate_update(
+                tracker,
+                node.states,
+                node.rank_logit,
+                jnp.full_like(position, -1),
+                node.regret_value,
+                contenders & node.valid,
+            )
         return control.replace(games=games.replace(tracker=tracker))
 
     def finish(self, control: ControlState, labelled: Positions, done: jax.Array) -> ControlState:
@@ -226,8 +247,14 @@ class RegretGuided(GoExploit):
         return buffers.prb_metrics(control.buffer)
 
 
-def make_search_control(control_cfg: Any, max_game_length: int) -> NoControl:
-    """The strategy for the ``search_control`` config section (static)."""
+def make_search_control(
+    control_cfg: Any, max_game_length: int, tree_candidates: bool | None = None
+) -> NoControl:
+    """The strategy for the ``search_control`` config section (static).
+
+    ``tree_candidates`` (rgsc) overrides ``control_cfg.tree_candidates``: the caller
+    turns it off where its search has no tree (0 simulations, warm-start rollouts).
+    """
     kind = control_cfg.kind
     if kind == "none":
         return NoControl()
@@ -236,5 +263,13 @@ def make_search_control(control_cfg: Any, max_game_length: int) -> NoControl:
     if kind == "go_exploit":
         return GoExploit(**common, add_prob=add_prob)
     if kind == "rgsc":
-        return RegretGuided(**common, add_prob=add_prob, tau=control_cfg.tau, alpha=control_cfg.ema)
+        if tree_candidates is None:
+            tree_candidates = bool(getattr(control_cfg, "tree_candidates", False))
+        return RegretGuided(
+            **common,
+            add_prob=add_prob,
+            tau=control_cfg.tau,
+            alpha=control_cfg.ema,
+            tree_candidates=tree_candidates,
+        )
     raise ValueError(f"unknown search_control.kind {kind!r}")

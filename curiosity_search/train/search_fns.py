@@ -8,6 +8,15 @@ is from the player who moved, and ``discount = -1`` flips perspective (0 at term
 ``make_search(...)`` returns a function ``search(params, key, states) -> SearchResult``
 with the selection rule bound statically (``functools.partial``); the rule's float
 hyperparameters come from the config.
+
+Tree candidates (RGSC, ``make_search(..., tree_candidates=True)``): the search also
+reports, per tree, its top-ranked non-root node (``TreeCandidate``), a restart candidate
+off the trajectory. With the PUCT, Gumbel and ExIt rules the ranking logit and regret
+estimate of every expanded node come from the network call that expanded it (the
+kernel's ``node_extras``): no extra network pass. The curiosity rule builds its own node
+extras, so there the stored nodes are evaluated after the search in one batched call
+(``B * num_simulations`` extra network evaluations per move, about doubling the
+network's share of a move).
 """
 
 from __future__ import annotations
@@ -47,6 +56,8 @@ class SearchResult:
       regret_rank: ``[B]`` the network's ranking logit at the root (regret heads), or
         ``None``.
       regret_value: ``[B]`` the network's regret estimate at the root, or ``None``.
+      tree_candidate: ``TreeCandidate`` ``[B]``, the top-ranked node of each search
+        tree (``make_search(..., tree_candidates=True)``), else ``None``.
     """
 
     action: jax.Array
@@ -60,6 +71,84 @@ class SearchResult:
     root_qvalues: jax.Array | None = None
     regret_rank: jax.Array | None = None
     regret_value: jax.Array | None = None
+    tree_candidate: TreeCandidate | None = None
+
+
+@struct.dataclass
+class TreeCandidate:
+    """Per search tree, its top-ranked non-root node: a restart candidate (RGSC).
+
+    Attributes:
+      states: env ``State`` ``[B]``, the node's state (its stored tree embedding: a
+        position reachable from the root by the node's path of legal moves).
+      rank_logit: ``[B]`` float32 ranking logit ``gamma`` of the node.
+      regret_value: ``[B]`` float32 regret-value head estimate of the node.
+      valid: ``[B]`` bool, the tree has such a node (expanded, not the root, not
+        terminal, its state stored).
+    """
+
+    states: Any
+    rank_logit: jax.Array
+    regret_value: jax.Array
+    valid: jax.Array
+
+
+def regret_extras(output: Any) -> dict[str, jax.Array]:
+    """The per-node extras of a tree-candidate search: ``regret_rank``, ``regret_value``
+    (``[B]`` float32 each) from the network's ``output``."""
+    if output.regret_rank is None or output.regret_value is None:
+        raise ValueError("tree candidates need a network with regret heads (network.regret_heads)")
+    return {
+        "regret_rank": output.regret_rank.astype(jnp.float32),
+        "regret_value": output.regret_value.astype(jnp.float32),
+    }
+
+
+def tree_candidate(tree: Any, rank_logits: jax.Array, regret_values: jax.Array) -> TreeCandidate:
+    """The top-ranked candidate node of each tree (max ``rank_logits`` over valid nodes).
+
+    Valid nodes: expanded (they have a parent, so never the root nor an unused slot),
+    their state stored in ``tree.embeddings`` (the kernel does not store the last
+    node's) and not terminal (nor truncated). Ties go to the lowest node index.
+
+    Args:
+      tree: the search ``Tree`` (``[B, N, ...]``; embeddings ``[B, S, ...]``,
+        ``S = max(N - 1, 1)``).
+      rank_logits: ``[B, M]`` ranking logits of nodes ``0..M-1``, ``M >= S``.
+      regret_values: ``[B, M]`` regret estimates of the same nodes.
+
+    Returns:
+      ``TreeCandidate`` ``[B]`` (where ``valid`` is False its fields are node 0's).
+    """
+    embeddings = tree.embeddings
+    slots = jax.tree.leaves(embeddings)[0].shape[1]  # S, static
+    live = ~embeddings.terminated
+    truncated = getattr(embeddings, "truncated", None)
+    if truncated is not None:
+        live = live & ~truncated
+    valid_nodes = (tree.parents[:, :slots] != mctx.Tree.NO_PARENT) & live  # [B, S]
+    ranks = jnp.where(valid_nodes, rank_logits[:, :slots].astype(jnp.float32), -jnp.inf)
+    best = jnp.argmax(ranks, axis=-1)  # [B]
+    rows = jnp.arange(best.shape[0])
+    return TreeCandidate(
+        states=jax.tree.map(lambda x: x[rows, best], embeddings),
+        rank_logit=ranks[rows, best],
+        regret_value=regret_values[rows, best].astype(jnp.float32),
+        valid=jnp.any(valid_nodes, axis=-1),
+    )
+
+
+def evaluate_tree_nodes(network: Any, params: Any, tree: Any) -> tuple[jax.Array, jax.Array]:
+    """``(rank_logits [B, S], regret_values [B, S])`` of the stored tree nodes, by one
+    batched network call on their observations (``B * S`` evaluations)."""
+    observation = tree.embeddings.observation  # [B, S, ...]
+    batch, slots = observation.shape[:2]
+    output = network.apply(params, observation.reshape((batch * slots,) + observation.shape[2:]))
+    extras = regret_extras(output)
+    return (
+        extras["regret_rank"].reshape(batch, slots),
+        extras["regret_value"].reshape(batch, slots),
+    )
 
 
 def masked_logits(logits: jax.Array, legal_action_mask: jax.Array) -> jax.Array:
@@ -82,8 +171,14 @@ def make_root_fn(network: Any, env: Any, *, beliefs: bool = False) -> Callable[[
     return root_fn
 
 
-def root_from_output(output: Any, states: Any, beliefs: bool = False) -> Any:
-    """The search root for ``states [B]`` from the network's ``output`` on them."""
+def root_from_output(
+    output: Any, states: Any, beliefs: bool = False, node_extras: bool = False
+) -> Any:
+    """The search root for ``states [B]`` from the network's ``output`` on them.
+
+    ``node_extras`` (static, not with ``beliefs``): a ``RootFnOutputWithExtras`` whose
+    extras are the root's ``regret_extras``, so that the tree stores every node's.
+    """
     prior_logits = masked_logits(output.policy_logits, states.legal_action_mask)
     value = output.value.astype(jnp.float32)
     if beliefs:
@@ -96,18 +191,30 @@ def root_from_output(output: Any, states: Any, beliefs: bool = False) -> Any:
             value_belief=output.value_belief,
             action_beliefs=output.action_beliefs,
         )
+    if node_extras:
+        from curiosity_search.search.base import RootFnOutputWithExtras
+
+        return RootFnOutputWithExtras(
+            prior_logits=prior_logits,
+            value=value,
+            embedding=states,
+            node_extras=regret_extras(output),
+        )
     return mctx.RootFnOutput(prior_logits=prior_logits, value=value, embedding=states)
 
 
 def make_recurrent_fn(
-    network: Any, env: Any, *, beliefs: bool = False
+    network: Any, env: Any, *, beliefs: bool = False, node_extras: bool = False
 ) -> Callable[..., tuple[Any, Any]]:
     """``recurrent_fn(params, key, action [B], states [B]) -> (RecurrentFnOutput, states)``.
 
     ``beliefs`` (static): return ``BeliefRecurrentFnOutput`` with the new node's
     network beliefs (the curiosity search replaces them by the exact result at
-    terminals).
+    terminals). ``node_extras`` (static, not with ``beliefs``): return
+    ``RecurrentFnOutputWithExtras`` carrying the new node's ``regret_extras``.
     """
+    if beliefs and node_extras:
+        raise ValueError("node_extras cannot be combined with beliefs")
 
     def recurrent_fn(params: Any, key: jax.Array, action: jax.Array, states: Any) -> tuple:
         batch_size = action.shape[0]
@@ -129,6 +236,12 @@ def make_recurrent_fn(
                 **fields,
                 value_belief=output.value_belief,
                 action_beliefs=output.action_beliefs,
+            )
+        elif node_extras:
+            from curiosity_search.search.base import RecurrentFnOutputWithExtras
+
+            recurrent_output = RecurrentFnOutputWithExtras(
+                **fields, node_extras=regret_extras(output)
             )
         else:
             recurrent_output = mctx.RecurrentFnOutput(**fields)
@@ -213,21 +326,32 @@ def raw_policy_search(network: Any) -> SearchFn:
 
 
 def make_search(
-    search_cfg: Any, network: Any, env: Any, num_simulations: int, *, self_play: bool
+    search_cfg: Any,
+    network: Any,
+    env: Any,
+    num_simulations: int,
+    *,
+    self_play: bool,
+    tree_candidates: bool = False,
 ) -> SearchFn:
     """``search(params, key, states [B]) -> SearchResult`` for the configured rule.
 
     ``num_simulations == 0`` gives the raw network policy (argmax of legal logits).
+    ``tree_candidates`` (static, needs regret heads and ``num_simulations >= 1``): fill
+    ``SearchResult.tree_candidate`` (see the module docstring for the cost).
     """
     if num_simulations == 0:
+        if tree_candidates:
+            raise ValueError("tree candidates need num_simulations >= 1")
         return raw_policy_search(network)
     policy = make_policy(search_cfg, self_play=self_play)
     beliefs = search_cfg.rule == "curiosity"
-    recurrent_fn = make_recurrent_fn(network, env, beliefs=beliefs)
+    in_tree = tree_candidates and not beliefs  # extras written at expansion
+    recurrent_fn = make_recurrent_fn(network, env, beliefs=beliefs, node_extras=in_tree)
 
     def search(params: Any, key: jax.Array, states: Any) -> SearchResult:
         network_output = network.apply(params, states.observation)
-        root = root_from_output(network_output, states, beliefs)
+        root = root_from_output(network_output, states, beliefs, node_extras=in_tree)
         output = policy(
             params,
             key,
@@ -236,13 +360,26 @@ def make_search(
             num_simulations=num_simulations,
             invalid_actions=~states.legal_action_mask,
         )
-        return search_result(output, states, root.value, network_output)
+        candidate = None
+        if tree_candidates:
+            tree = output.search_tree
+            if in_tree:
+                ranks = tree.node_extras["regret_rank"]
+                regrets = tree.node_extras["regret_value"]
+            else:
+                ranks, regrets = evaluate_tree_nodes(network, params, tree)
+            candidate = tree_candidate(tree, ranks, regrets)
+        return search_result(output, states, root.value, network_output, candidate)
 
     return search
 
 
 def search_result(
-    output: Any, states: Any, network_value: jax.Array, network_output: Any
+    output: Any,
+    states: Any,
+    network_value: jax.Array,
+    network_output: Any,
+    candidate: TreeCandidate | None = None,
 ) -> SearchResult:
     """Packs a policy's output into a ``SearchResult`` for self-play and the losses.
 
@@ -253,6 +390,7 @@ def search_result(
       states: the root env states ``[B]`` (their ``legal_action_mask`` ``[B, A]``).
       network_value: the root's network value ``[B]``.
       network_output: the network's ``NetworkOutput`` at the root (regret heads).
+      candidate: the trees' ``TreeCandidate`` ``[B]`` or ``None``.
     """
     weights = jnp.where(states.legal_action_mask, output.action_weights, 0.0)
     weights = weights / jnp.maximum(jnp.sum(weights, axis=-1, keepdims=True), 1e-12)
@@ -272,6 +410,7 @@ def search_result(
         root_qvalues=root_qvalues(tree, root_value),
         regret_rank=network_output.regret_rank,
         regret_value=network_output.regret_value,
+        tree_candidate=candidate,
     )
 
 

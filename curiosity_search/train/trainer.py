@@ -274,13 +274,28 @@ def build_trainer(
     rule = cfg.search.rule
     action_values = bool(getattr(cfg.network, "action_values", False)) and rule == "curiosity"
     warm_iterations = getattr(train, "warm_start_iterations", 0)
+    # RGSC restart candidates from the search trees' nodes (static): only a search with
+    # a tree and the network at its leaves has them (not at 0 simulations or warm start).
+    tree_candidates = (
+        cfg.search_control.kind == "rgsc"
+        and bool(getattr(cfg.search_control, "tree_candidates", False))
+        and cfg.search.num_simulations > 0
+        and warm_iterations == 0
+    )
     if warm_iterations > 0:
         search = make_warm_start_search(
             cfg.search, network, env, cfg.search.num_simulations, self_play=True
         )
         expert_params = functools.partial(warm_start_expert, warm_iterations)
     else:
-        search = make_search(cfg.search, network, env, cfg.search.num_simulations, self_play=True)
+        search = make_search(
+            cfg.search,
+            network,
+            env,
+            cfg.search.num_simulations,
+            self_play=True,
+            tree_candidates=tree_candidates,
+        )
         expert_params = network_expert
     max_game_length = sp.max_game_length or env.num_actions
     # REINFORCE samples every move from its policy (on-policy returns).
@@ -297,7 +312,7 @@ def build_trainer(
         action_beliefs=action_values,
         one_position_per_game=sp.one_position_per_game,
         action_rule="policy" if rule == "gumbel" and cfg.search.num_simulations > 0 else "weights",
-        control=make_search_control(cfg.search_control, max_game_length),
+        control=make_search_control(cfg.search_control, max_game_length, tree_candidates),
         regrets=bool(getattr(cfg.network, "regret_heads", False)),
     )
     return Trainer(
