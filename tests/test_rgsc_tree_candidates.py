@@ -34,6 +34,7 @@ from curiosity_search.train.search_fns import (
 )
 from curiosity_search.train.selfplay import SelfPlay
 from curiosity_search.train.targets import record_positions
+from train_fixtures import tiny_trainer
 
 NUM_SIMULATIONS = 8
 SEARCH_CFG = types.SimpleNamespace(
@@ -356,3 +357,19 @@ def test_config_key_defaults_on_for_rgsc_and_is_validated():
         load_config(configs / "hex4_go_exploit.yaml", ["search_control.tree_candidates=true"])
     with pytest.raises(ConfigError):
         load_config(configs / "hex4_rgsc.yaml", ["search_control.tree_candidates=3"])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("algorithm", ["alphazero", "curiosity"])
+def test_tiny_rgsc_run_with_tree_candidates(algorithm):
+    """Two iterations train with finite metrics; curiosity takes the batched fallback."""
+    trainer = tiny_trainer(algorithm, "search_control.kind=rgsc", "search_control.capacity=4")
+    assert trainer.selfplay.control.tree_candidates
+    iteration = jax.jit(trainer.iteration, donate_argnums=0)
+    state = trainer.init(jax.random.key(0))
+    for i in range(2):
+        state, metrics = iteration(state, jax.random.fold_in(jax.random.key(1), i))
+        metrics = jax.device_get(metrics)
+        assert all(np.isfinite(value) for value in metrics.values())
+        assert metrics["illegal_moves"] == 0
+    assert metrics["prb_size"] > 0
