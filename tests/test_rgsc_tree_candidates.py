@@ -17,6 +17,7 @@ import numpy as np
 import pgx
 import pytest
 from flax import struct
+from train_fixtures import tiny_trainer
 
 from curiosity_search import envs
 from curiosity_search.nets.models import NetworkOutput
@@ -34,7 +35,6 @@ from curiosity_search.train.search_fns import (
 )
 from curiosity_search.train.selfplay import SelfPlay
 from curiosity_search.train.targets import record_positions
-from train_fixtures import tiny_trainer
 
 NUM_SIMULATIONS = 8
 SEARCH_CFG = types.SimpleNamespace(
