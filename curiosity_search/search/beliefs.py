@@ -617,6 +617,48 @@ def _others_product(cdf: Array) -> Array:
     return jnp.where(total_zeros - is_zero > 0, 0.0, jnp.exp(total_log - log_cdf))
 
 
+def _prefix_sum(values: Array) -> Array:
+    """Inclusive prefix sum over the last axis of ``values [..., C]``, ``[..., C]``.
+
+    A ``[C, C]`` upper-triangular matmul instead of ``jnp.cumsum``: XLA:CPU lowers
+    ``cumsum`` to a padded reduce-window, which took ~0.9 ms of the fast P(best)'s
+    ~1.3 ms on ``[64, 122, 22]``; the matmul ~0.1 ms. ``HIGHEST`` keeps it float32 on
+    accelerators. C is a grid size (~20), so the O(C^2) work is small.
+    """
+    size = values.shape[-1]
+    upper = jnp.triu(jnp.ones((size, size), values.dtype))
+    return jnp.matmul(values, upper, precision=jax.lax.Precision.HIGHEST)
+
+
+def _cell_best_probability(mass: Array, middle: Array) -> Array:
+    """``sum_c mass_a,c prod_{b != a} middle_b,c`` over cells, up to one factor, ``[..., A]``.
+
+    Args:
+      mass: ``[..., A, C]`` cell masses, with ``0 <= mass <= 2 middle``.
+      middle: ``[..., A, C]`` CDFs at the cells' evaluation points (1 for illegal arms).
+
+    Returns:
+      ``[..., A]``, the sum times a positive factor common to all arms of a batch
+      element (normalize over arms). Because ``mass_a = 0`` wherever ``middle_a = 0``,
+      ``mass_a prod_{b != a} middle_b = (mass_a / middle_a) prod_b middle_b`` exactly
+      (both 0 where ``middle_a = 0``): one log per entry for ``S_c = sum_b log middle_b``
+      (a zero makes the cell's product exactly 0) and one division, instead of a log
+      and an exp per entry for ``exp(S_c - log middle_a)``. ``S_c`` is shifted by its
+      maximum over cells before the exp, so nothing can overflow, and the cells that
+      matter (where the maximum's CDF ``prod_b middle_b`` is not negligible) do not
+      underflow.
+    """
+    positive = middle > 0.0
+    safe_middle = jnp.where(positive, middle, 1.0)
+    ratio = jnp.where(positive, mass / safe_middle, 0.0)  # in [0, 2]
+    total_log = jnp.sum(jnp.log(safe_middle), axis=-2)  # [..., C]
+    total_log = jnp.where(jnp.all(positive, axis=-2), total_log, -jnp.inf)
+    peak = jnp.max(total_log, axis=-1, keepdims=True)
+    peak = jnp.where(jnp.isfinite(peak), peak, 0.0)
+    weight = jnp.exp(total_log - peak)  # [..., C], 0 where some CDF is 0
+    return jnp.sum(ratio * weight[..., None, :], axis=-1)
+
+
 def _fast_best_arm_probability(
     concentrations: Array, valid: Array, grid_size: int, rule: str = "midpoint"
 ) -> Array:
@@ -636,7 +678,7 @@ def _fast_best_arm_probability(
     2. Per arm, ``G + 1`` cell masses: ``G - 1`` finite cells by the midpoint rule
        (log-density at the midpoint plus log width) and two half-line tail cells with
        an exponential tail (``f(edge) / |d log f / dz|``), normalized per arm with a
-       logsumexp: no gammaln, no betainc. CDFs by cumsum.
+       logsumexp: no gammaln, no betainc. CDFs by prefix sum (``_prefix_sum``).
     3. Within a cell each arm is taken as uniform, so P(a best in the cell) is
        ``m_a int_0^1 prod_{b != a} (L_b + m_b t) dt`` (``L`` = CDF at the cell's lower
        edge); summed over arms this is exactly ``prod U - prod L``, so the model
@@ -644,8 +686,8 @@ def _fast_best_arm_probability(
        only (then normalizes); ``"simpson"`` integrates it with Simpson's rule (exact
        for up to 4 arms sharing a cell). Measured, both have the same error (the
        one-density-per-cell masses dominate it), so the default does half the work.
-       Ties split evenly; identical arms get identical values; products through
-       ``_others_product``.
+       Ties split evenly; identical arms get identical values; the midpoint rule's
+       products through ``_cell_best_probability``, Simpson's through ``_others_product``.
     4. Normalize over legal arms.
 
     Errors: cells can be much wider than a sharp arm's spread when flat and sharp arms
@@ -709,22 +751,23 @@ def _fast_best_arm_probability(
     mass = jnp.exp(log_mass - jnp.max(log_mass, axis=-1, keepdims=True))
     mass = mass / jnp.sum(mass, axis=-1, keepdims=True)
     mass = jnp.where(valid[..., None], mass, 0.0)
-    upper = jnp.minimum(jnp.cumsum(mass, axis=-1), 1.0)
+    upper = jnp.minimum(_prefix_sum(mass), 1.0)
     lower = upper - mass
     # Illegal arms: CDF 1 everywhere, so they never lower another arm's product.
     upper = jnp.where(valid[..., None], upper, 1.0)
     lower = jnp.where(valid[..., None], jnp.maximum(lower, 0.0), 1.0)
     middle = jnp.where(valid[..., None], lower + 0.5 * mass, 1.0)
     if rule == "midpoint":
-        weight = _others_product(middle)
+        probability = _cell_best_probability(mass, middle)
     elif rule == "simpson":
         edge_cdf = jnp.concatenate([lower[..., :1], upper], axis=-1)  # [..., A, G + 2]
         edge_product = _others_product(edge_cdf)
         weight = (edge_product[..., :-1] + 4.0 * _others_product(middle)
                   + edge_product[..., 1:]) / 6.0
+        probability = jnp.sum(mass * weight, axis=-1)
     else:
         raise ValueError(f"unknown within-cell rule {rule!r}")
-    probability = jnp.where(valid, jnp.sum(mass * weight, axis=-1), 0.0)
+    probability = jnp.where(valid, probability, 0.0)
     normalizer = jnp.sum(probability, axis=-1, keepdims=True)
     return jnp.where(normalizer > 0, probability / jnp.where(normalizer > 0, normalizer, 1.0), 0.0)
 
