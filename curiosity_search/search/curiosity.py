@@ -38,6 +38,7 @@ Shapes: ``B`` batch, ``N`` nodes, ``A`` actions, ``K`` outcomes.
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from typing import Any
 
 import chex
@@ -52,8 +53,8 @@ from curiosity_search.search.base import (
     RecurrentFnOutputWithExtras,
     RootFnOutputWithExtras,
 )
+from curiosity_search.search.curiosity_backup import curiosity_backup
 from curiosity_search.search.search import search as run_search
-from curiosity_search.search.search import walk_to_root
 from curiosity_search.search.tree import ROOT_INDEX, UNVISITED, Tree
 
 ILLEGAL_LOGIT = -1e30  # prior logits below this mark illegal actions at interior nodes
@@ -186,117 +187,6 @@ def is_proven(tree: Tree, node_index: chex.Array) -> chex.Array:
     return tree.node_extras.proven[node_index]
 
 
-def updated_belief(
-    tree: Tree,
-    node_index: chex.Array,
-    node_beliefs: chex.Array,
-    node_visits: chex.Array,
-    node_proven: chex.Array,
-    node_scores: chex.Array,
-    *,
-    kappa: chex.Numeric,
-    grid_size: int,
-    belief_summary: str,
-    two_player: bool,
-    proven_strength: float,
-    pbest_method: str = "accurate",
-) -> tuple[chex.Array, chex.Array, chex.Array]:
-    """The backup at one node: its search belief C and proof status (unbatched).
-
-    Args:
-      node_beliefs: ``[N, K]``; node_visits: ``[N]``; node_proven: ``[N]`` bool;
-        node_scores: ``[N]`` exact scores of proven nodes (the carried, partly
-        updated arrays).
-
-    Returns:
-      ``(belief [K], proven [], proven_score [], best_probability [A])``: the last is
-      P(a is best) over the node's (updated) children, selection's cache.
-    """
-    extras = tree.node_extras
-    child_beliefs, expanded = children_beliefs(tree, node_index, node_beliefs, two_player)
-    invalid = extras.invalid[node_index]
-    index = jnp.maximum(tree.children_index[node_index], 0)
-    weights = beliefs.best_arm_probability(child_beliefs, invalid, grid_size, pbest_method)
-    mixture = beliefs.summarize_mixture(weights, child_beliefs, belief_summary)
-    evidence = jnp.sum(jnp.where(expanded, node_visits[index], 0))
-    blended = beliefs.combine_with_prior(extras.value_belief[node_index], mixture, evidence, kappa)
-
-    # Minimax proofs over the exact results of proven children (this mover's view).
-    child_proven = expanded & node_proven[index] & ~invalid
-    child_score = node_scores[index]
-    child_score = 1.0 - child_score if two_player else child_score
-    proven_best = jnp.max(jnp.where(child_proven, child_score, -1.0))
-    wins = jnp.any(child_proven & (child_score >= 1.0))
-    all_proven = jnp.all(child_proven | invalid) & jnp.any(~invalid)
-    newly_proven = wins | all_proven
-    num_outcomes = child_beliefs.shape[-1]
-    exact = beliefs.score_belief(proven_best, num_outcomes, proven_strength)
-    already = node_proven[node_index]
-    belief = jnp.where(already, node_beliefs[node_index], jnp.where(newly_proven, exact, blended))
-    score = jnp.where(already, node_scores[node_index], jnp.where(newly_proven, proven_best, 0.0))
-    return belief, already | newly_proven, score, weights
-
-
-def curiosity_backup(
-    tree: Tree,
-    leaf_index: chex.Array,
-    *,
-    kappa: chex.Numeric = 4.0,
-    grid_size: int = 21,
-    belief_summary: str = "average",
-    two_player: bool = True,
-    proven_strength: float = 1e4,
-    pbest_method: str = "accurate",
-) -> Tree:
-    """Backup hook: updates visits, beliefs and proofs from ``leaf_index [B]`` to the root.
-
-    The leaf's belief was set at expansion (V, or its exact result); each ancestor is
-    recomputed with ``updated_belief``. ``node_values`` become ``to_value(belief)`` so
-    the kernel's scalar summaries stay meaningful.
-    """
-
-    def one(tree: Tree, leaf: chex.Array):
-        def step(carry, parent, child):
-            del child
-            node_beliefs, visits, proven, scores, best = carry
-            visits = visits.at[parent].add(1)
-            belief, is_proven, score, weights = updated_belief(
-                tree,
-                parent,
-                node_beliefs,
-                visits,
-                proven,
-                scores,
-                kappa=kappa,
-                grid_size=grid_size,
-                belief_summary=belief_summary,
-                two_player=two_player,
-                proven_strength=proven_strength,
-                pbest_method=pbest_method,
-            )
-            return (
-                node_beliefs.at[parent].set(belief),
-                visits,
-                proven.at[parent].set(is_proven),
-                scores.at[parent].set(score),
-                best.at[parent].set(weights),
-            )
-
-        extras = tree.node_extras
-        carry = (extras.belief, tree.node_visits, extras.proven, extras.proven_score,
-                 extras.best_probability)
-        return walk_to_root(step, carry, tree.parents, leaf)
-
-    node_beliefs, visits, proven, scores, best = jax.vmap(one)(tree, leaf_index)
-    values = jnp.where(visits > 0, beliefs.to_value(node_beliefs), 0.0).astype(
-        tree.node_values.dtype
-    )
-    extras = tree.node_extras.replace(
-        belief=node_beliefs, proven=proven, proven_score=scores, best_probability=best
-    )
-    return tree.replace(node_visits=visits, node_values=values, node_extras=extras)
-
-
 # --------------------------------------------------------------------------------------
 # Model adapters and the policy
 # --------------------------------------------------------------------------------------
@@ -383,6 +273,7 @@ def curiosity_policy(
     two_player: bool = True,
     proven_strength: float = 1e4,
     pbest_method: str = "fast",
+    compaction_slots: Sequence[int] | None = None,
 ) -> CuriosityPolicyOutput:
     """Curiosity-driven search (``mctx.muzero_policy``'s arguments plus beliefs).
 
@@ -408,6 +299,9 @@ def curiosity_policy(
         uses a moment-matched Beta on the score, off by up to 0.05 on moderate and 0.45
         on flat (total concentration ~1) draw-heavy Dirichlets, whose score is
         trimodal: prefer ``"accurate"`` for games with draws when accuracy matters.
+      compaction_slots: static slot sizes for computing P(best) on only the trees
+        that need it (``compaction.compacted_map``; None: ``default_slots(B)``, ``()``:
+        always the whole batch). Exact either way; only the cost changes.
 
     Returns:
       ``CuriosityPolicyOutput``: action ``[B]``, action_weights ``[B, A]`` = root
@@ -460,6 +354,7 @@ def curiosity_policy(
             two_player=two_player,
             proven_strength=proven_strength,
             pbest_method=pbest_method,
+            compaction_slots=compaction_slots,
         ),
         selection_rng="per_simulation",
         stop_descent_fn=is_proven,

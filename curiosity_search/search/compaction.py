@@ -1,0 +1,96 @@
+"""Batched work on the active rows only: gather them into a few slots, compute, scatter.
+
+A batched search step often has work for only some trees: in a backup, only the trees
+whose path is still below the root at this level; the rest would compute a value and
+throw it away. Under ``jax.vmap`` nothing can be skipped per tree, so an expensive
+per-tree function (``beliefs.best_arm_probability``, O(A G) per row) costs the whole
+batch every time. ``compacted_map`` instead counts the active rows, picks the smallest
+static slot count that holds them, gathers those rows, applies the function to the
+slots only, and scatters the results back. The branch is chosen with ``lax.switch``
+on the batch-level count (one branch per slot size, plus the full batch), so the
+program stays static and the result is exact: every active row gets exactly
+``fn`` of its own inputs.
+
+Shapes: ``B`` batch, ``S`` slots.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+Array = jax.Array
+
+
+def default_slots(batch_size: int) -> tuple[int, ...]:
+    """Slot sizes tried before the full batch: ``B / 16`` and ``B / 4`` (those >= 1).
+
+    With few active rows (typical for deep backup levels and for fresh nodes in a wide
+    search) a quarter or a sixteenth of the batch's work is done; when more are active
+    the full batch runs, which costs what plain batching costs.
+    """
+    sizes = {batch_size // 16, batch_size // 4}
+    return tuple(sorted(s for s in sizes if 1 <= s < batch_size))
+
+
+def compacted_map(
+    fn: Callable[..., Any],
+    active: Array,
+    *rows: Any,
+    slots: Sequence[int] = (),
+    fill: float = 0.0,
+) -> Any:
+    """``fn(*rows)`` evaluated on the active rows only; inactive rows get ``fill``.
+
+    Args:
+      fn: a batched function of pytrees of ``[S, ...]`` arrays returning a pytree of
+        ``[S, ...]`` arrays whose rows depend only on the same rows of the inputs
+        (no mixing across the batch axis).
+      active: ``[B]`` bool.
+      *rows: pytrees of ``[B, ...]`` arrays, the inputs.
+      slots: static slot sizes ``S`` to try (ascending; sizes >= B are ignored); the
+        full batch is the last resort. Empty: always the full batch (active rows
+        still get ``fn``'s value, inactive rows ``fill``).
+      fill: value of the inactive rows of every output.
+
+    Returns:
+      A pytree of ``[B, ...]`` arrays: ``fn``'s output for active rows, ``fill`` for
+      the others.
+    """
+    batch_size = active.shape[0]
+    sizes = sorted({int(s) for s in slots if 1 <= int(s) < batch_size})
+
+    def full() -> Any:
+        out = fn(*rows)
+        return jax.tree.map(
+            lambda o: jnp.where(active.reshape((-1,) + (1,) * (o.ndim - 1)), o,
+                                jnp.asarray(fill, o.dtype)),
+            out,
+        )
+
+    def on_slots(size: int) -> Callable[[], Any]:
+        def run() -> Any:
+            # Active row indices first; unused slots point past the batch: the gather
+            # clamps them (they compute a throwaway copy of the last row) and the
+            # scatter drops them.
+            index = jnp.nonzero(active, size=size, fill_value=batch_size)[0]  # [S]
+            gathered = [jax.tree.map(lambda x: jnp.take(x, index, axis=0, mode="clip"), r)
+                        for r in rows]
+            out = fn(*gathered)
+            return jax.tree.map(
+                lambda o: jnp.full((batch_size,) + o.shape[1:], fill, o.dtype)
+                .at[index].set(o, mode="drop"),
+                out,
+            )
+
+        return run
+
+    if not sizes:
+        return full()
+    count = jnp.sum(active.astype(jnp.int32))
+    branch = jnp.sum((count > jnp.asarray(sizes)).astype(jnp.int32))
+    branches = [on_slots(s) for s in sizes] + [full]
+    return jax.lax.switch(branch, [lambda _, f=f: f() for f in branches], None)

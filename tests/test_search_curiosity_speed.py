@@ -1,0 +1,75 @@
+"""The curiosity search's speed-ups are exact: fast P(best) algebra, compaction, backups."""
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from curiosity_search.search import beliefs
+from curiosity_search.search.compaction import compacted_map, default_slots
+from curiosity_search.search.curiosity import curiosity_policy
+from curiosity_search.search.curiosity_reference import BeliefHashModel
+
+
+def test_prefix_sum_is_cumsum():
+    x = jax.random.uniform(jax.random.PRNGKey(0), (3, 5, 22))
+    np.testing.assert_allclose(beliefs._prefix_sum(x), jnp.cumsum(x, axis=-1), rtol=1e-6)
+
+
+def test_cell_best_probability_equals_others_product_form():
+    # mass_a prod_{b != a} middle_b, summed over cells, with zero CDFs in some cells.
+    rng = np.random.default_rng(0)
+    mass = rng.dirichlet(np.ones(9), (4, 6)).astype(np.float32)  # [B, A, C]
+    mass[:, :3, :4] = 0.0  # arms with no mass in the low cells: zero CDFs there
+    mass /= mass.sum(-1, keepdims=True)
+    upper = np.cumsum(mass, -1)
+    middle = (upper - 0.5 * mass).astype(np.float32)
+    expected = np.sum(mass * np.asarray(beliefs._others_product(jnp.asarray(middle))), -1)
+    got = np.asarray(beliefs._cell_best_probability(jnp.asarray(mass), jnp.asarray(middle)))
+    # Same up to one positive factor per batch element.
+    np.testing.assert_allclose(got / got.sum(-1, keepdims=True),
+                               expected / expected.sum(-1, keepdims=True), atol=1e-6)
+
+
+def test_compacted_map_matches_full_batch():
+    def fn(x, y):
+        return {"sum": jnp.sum(x, -1) + y, "x2": 2.0 * x}
+
+    x = jax.random.normal(jax.random.PRNGKey(1), (8, 3))
+    y = jnp.arange(8.0)
+    full = fn(x, y)
+    mapped = jax.jit(lambda a: compacted_map(fn, a, x, y, slots=(1, 2, 4), fill=-1.0))
+    for pattern in [[], [0], [7], [2, 5], [0, 1, 7], [1, 2, 3, 4], [0, 2, 3, 4, 6], range(8)]:
+        active = np.zeros(8, bool)
+        active[list(pattern)] = True
+        out = mapped(jnp.asarray(active))
+        for key in full:
+            expected = np.where(active.reshape((-1,) + (1,) * (full[key].ndim - 1)),
+                                full[key], -1.0)
+            np.testing.assert_allclose(out[key], expected, rtol=1e-6)
+    assert default_slots(64) == (4, 16) and default_slots(3) == ()
+
+
+@pytest.mark.parametrize("pbest_method", ["accurate", "fast"])
+def test_compacted_search_equals_full_batch_search(pbest_method):
+    # Compaction changes which rows P(best) runs on, never its values: the trees match.
+    batch_size, num_actions = 4, 5
+    model = BeliefHashModel(num_actions=num_actions, seed=5, terminal_fraction=0.15)
+    root = model.root(batch_size, offset=1)
+    invalid = jnp.zeros((batch_size, num_actions), bool).at[1, 3].set(True)
+    run = {
+        slots: jax.jit(functools.partial(
+            curiosity_policy, recurrent_fn=model.recurrent_fn, num_simulations=12,
+            kappa=2.0, pbest_method=pbest_method, compaction_slots=slots))
+        for slots in [(), (1, 2)]
+    }
+    full, compact = (run[s](None, jax.random.PRNGKey(4), root, invalid_actions=invalid)
+                     for s in [(), (1, 2)])
+    np.testing.assert_array_equal(full.search_tree.parents, compact.search_tree.parents)
+    np.testing.assert_array_equal(full.search_tree.node_visits, compact.search_tree.node_visits)
+    for name in ["belief", "best_probability", "proven_score"]:
+        np.testing.assert_allclose(getattr(full.search_tree.node_extras, name),
+                                   getattr(compact.search_tree.node_extras, name), atol=1e-6)
+    np.testing.assert_allclose(full.action_weights, compact.action_weights, atol=1e-6)
