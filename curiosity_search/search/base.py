@@ -71,6 +71,10 @@ RootActionSelectionFn = Callable[[chex.PRNGKey | None, Any, chex.Array], chex.Ar
 InteriorActionSelectionFn = Callable[[chex.PRNGKey | None, Any, chex.Array, chex.Array], chex.Array]
 # Unbatched: (tree, node_index []) -> bool []: the descent stops at this expanded node.
 StopDescentFn = Callable[[Any, chex.Array], chex.Array]
+# (tree, node_index []) -> bool []: are the node's selection statistics there (one tree)?
+ReadyFn = Callable[[Any, chex.Array], chex.Array]
+# (ready_fn, fill_fn): fill_fn(tree, node_index [B], needed [B]) -> tree (batched).
+PrepareFn = tuple[ReadyFn, Callable[[Any, chex.Array, chex.Array], Any]]
 # Batched: (tree [B, N, ...], leaf_index [B]) -> tree.
 BackupFn = Callable[[Any, chex.Array], Any]
 # Unbatched: (tree, node_index []) -> transformed Q-values [A].
@@ -91,5 +95,7 @@ __all__ = [
     "RootActionSelectionFn",
     "RootFnOutput",
     "RootFnOutputWithExtras",
+    "PrepareFn",
+    "ReadyFn",
     "StopDescentFn",
 ]

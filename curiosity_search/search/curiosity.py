@@ -12,9 +12,11 @@ expanded child as ``flip_perspective(child belief)`` (two-player zero-sum; with
   (Gumbel-max, no Gamma/Beta draws), illegal actions excluded. P(best) over a node's
   children only changes when a backup passes through the node, so the backup stores
   it (``CuriosityExtras.best_probability``, computed once per node and simulation)
-  and selection reads it: O(A) per step instead of a second O(A G) evaluation.
-  Which P(best) (``pbest_method``: ``"fast"`` by default, or ``"accurate"``) is a
-  static option of ``curiosity_policy``.
+  and selection reads it: O(A) per step instead of a second O(A G) evaluation. A
+  new node's P(best) over its Q_a priors is computed lazily, only when a descent
+  first stops on it (the kernel's ``prepare_fn``; most nodes of a wide search are
+  never selected from). Which P(best) (``pbest_method``: ``"fast"`` by default, or
+  ``"accurate"``) is a static option of ``curiosity_policy``.
 - Backup: for each ancestor, pi = P(best) over its children, Qbar = the pi-mixture
   summarized (``"average"`` of parameters as the blog, or ``"moment_match"``), and
   ``C = (1 - gamma) V + gamma Qbar``, ``gamma = n / (kappa + n)``, n = the sum of its
@@ -53,6 +55,7 @@ from curiosity_search.search.base import (
     RecurrentFnOutputWithExtras,
     RootFnOutputWithExtras,
 )
+from curiosity_search.search.compaction import compacted_map, default_slots
 from curiosity_search.search.curiosity_backup import curiosity_backup
 from curiosity_search.search.search import search as run_search
 from curiosity_search.search.tree import ROOT_INDEX, UNVISITED, Tree
@@ -103,7 +106,8 @@ class CuriosityExtras:
     proven: ``[]`` bool (terminal or solved: belief is exact and stays fixed);
     proven_score: ``[]`` exact expected outcome of a proven node (mover's view), else 0;
     best_probability: ``[A]`` P(a is best) over the node's children beliefs as of its
-    last backup (at creation: over its Q_a priors), read by selection.
+    last backup (before its first: over its Q_a priors, computed when a descent first
+    stops on the node, ``fill_prior_best``; zeros until then), read by selection.
     """
 
     belief: chex.Array
@@ -200,8 +204,14 @@ def _node_extras(
     proven_score: chex.Array,
     grid_size: int,
     pbest_method: str = "accurate",
+    with_best: bool = True,
 ) -> CuriosityExtras:
-    """Extras of new nodes, ``[B, ...]``; their P(best) cache is over the Q_a priors."""
+    """Extras of new nodes, ``[B, ...]``; their P(best) cache is over the Q_a priors
+    (``with_best``, the root) or zeros, filled later by ``fill_prior_best``."""
+    if with_best:
+        best = beliefs.best_arm_probability(action_beliefs, invalid, grid_size, pbest_method)
+    else:
+        best = jnp.zeros(invalid.shape, jnp.float32)
     return CuriosityExtras(
         belief=value_belief,
         value_belief=value_belief,
@@ -209,10 +219,46 @@ def _node_extras(
         invalid=invalid,
         proven=proven,
         proven_score=proven_score.astype(jnp.float32),
-        best_probability=beliefs.best_arm_probability(
-            action_beliefs, invalid, grid_size, pbest_method
-        ),
+        best_probability=best,
     )
+
+
+def has_best_probability(tree: Tree, node_index: chex.Array) -> chex.Array:
+    """The kernel's ``ready_fn``: is the node's P(best) cache set? ``[]`` bool (one tree).
+
+    The root's is set at the start and every backup through a node sets its cache, so
+    exactly the nodes without expanded children lack one; the descent stops on them
+    and ``fill_prior_best`` computes P(best) over their Q_a priors.
+    """
+    return (node_index == ROOT_INDEX) | jnp.any(tree.children_index[node_index] != UNVISITED)
+
+
+def fill_prior_best(
+    tree: Tree,
+    node_index: chex.Array,
+    needed: chex.Array,
+    *,
+    grid_size: int,
+    pbest_method: str,
+    compaction_slots: Sequence[int] | None = None,
+) -> Tree:
+    """The kernel's ``fill_fn``: P(best) over the Q_a priors of ``node_index [B]`` where
+    ``needed [B]``, written to the nodes' caches (batched tree).
+
+    Computed only for the trees that need it (``compaction.compacted_map``): a node's
+    prior P(best) is read once, by the first selection at the node, and most nodes of
+    a wide search are never selected from.
+    """
+    batch = jnp.arange(node_index.shape[0])
+    extras = tree.node_extras
+    slots = default_slots(batch.shape[0]) if compaction_slots is None else compaction_slots
+    pbest = functools.partial(beliefs.best_arm_probability, grid_size=grid_size,
+                              method=pbest_method)
+    best = compacted_map(pbest, needed, extras.action_beliefs[batch, node_index],
+                         extras.invalid[batch, node_index], slots=tuple(slots))
+    write_at = jnp.where(needed, node_index, tree.node_visits.shape[1])
+    cache = extras.best_probability.at[batch, write_at].set(best, mode="drop")
+    return tree.replace(node_extras=extras.replace(best_probability=cache))
 
 
 def _wrap_recurrent_fn(
@@ -243,6 +289,7 @@ def _wrap_recurrent_fn(
             jnp.where(terminal, own_score, 0.0),
             grid_size,
             pbest_method,
+            with_best=False,
         )
         kernel_out = RecurrentFnOutputWithExtras(
             reward=out.reward,
@@ -358,6 +405,9 @@ def curiosity_policy(
         ),
         selection_rng="per_simulation",
         stop_descent_fn=is_proven,
+        prepare_fn=(has_best_probability, functools.partial(
+            fill_prior_best, grid_size=grid_size, pbest_method=pbest_method,
+            compaction_slots=compaction_slots)),
     )
     root_index = jnp.full((batch_size,), ROOT_INDEX, jnp.int32)
     child_beliefs, expanded = jax.vmap(

@@ -14,6 +14,7 @@ and in the Q-values the rules read.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -26,6 +27,8 @@ from curiosity_search.search.base import (
     InteriorActionSelectionFn,
     LoopFn,
     Params,
+    PrepareFn,
+    ReadyFn,
     RecurrentFn,
     RootActionSelectionFn,
     RootFnOutput,
@@ -52,6 +55,7 @@ def search(
     backup_fn: BackupFn | None = None,
     selection_rng: str = "per_step",
     stop_descent_fn: StopDescentFn | None = None,
+    prepare_fn: PrepareFn | None = None,
 ) -> Tree:
     """Runs a batched search and returns the tree.
 
@@ -84,6 +88,16 @@ def search(
         visit count and backs up from it, re-using its stored value. None (default):
         the descent always continues into expanded children (mctx's behaviour), and
         the compiled program is the same as without the argument.
+      prepare_fn: ``(ready_fn, fill_fn)`` or None, for rules whose per-node selection
+        statistics are costly and only needed once the descent passes through a node
+        (e.g. curiosity's P(best) over a fresh node's priors). ``ready_fn(tree,
+        node_index []) -> bool []`` (one tree) says whether a node's statistics exist;
+        the descent does not enter an expanded child that is not ready but stops on
+        it; then ``fill_fn(tree, node_index [B], needed [B] bool) -> tree`` (batched)
+        fills the statistics of the stopped nodes, and the interior rule selects the
+        edge to expand there, with the key and depth the descent would have used.
+        The resulting tree is the one an eager rule (statistics computed at
+        expansion) builds. None (default): the compiled program is unchanged.
 
     Returns:
       The ``Tree`` (``[B, N, ...]`` arrays).
@@ -116,7 +130,7 @@ def search(
             simulate_keys = None
         else:
             simulate_keys = jax.random.split(simulate_key, batch_size)
-        parent_index, action = simulate(
+        descent = _descend(
             simulate_keys,
             tree,
             root_action_selection_fn,
@@ -124,7 +138,14 @@ def search(
             max_depth=max_depth,
             split_per_step=selection_rng == "per_step",
             stop_descent_fn=stop_descent_fn,
+            ready_fn=None if prepare_fn is None else prepare_fn[0],
         )
+        parent_index, action = descent.node_index, descent.action
+        if prepare_fn is not None:
+            tree, parent_index, action = _select_at_unready(
+                tree, descent, prepare_fn, interior_action_selection_fn, max_depth,
+                split_per_step=selection_rng == "per_step", stop_descent_fn=stop_descent_fn,
+            )
         next_node_index = tree.children_index[batch_range, parent_index, action]
         if stop_descent_fn is None:
             stopped = None
@@ -174,17 +195,42 @@ def simulate(
     Returns:
       ``(parent_index [B], action [B])``: the edge to expand.
     """
+    state = _descend(rng_keys, tree, root_action_selection_fn, interior_action_selection_fn,
+                     max_depth=max_depth, split_per_step=split_per_step,
+                     stop_descent_fn=stop_descent_fn)
+    return state.node_index, state.action
 
-    def next_key(key):
-        if key is None or not split_per_step:
-            return key, key
-        key, selection_key = jax.random.split(key)
-        return key, selection_key
+
+def _next_key(key, split_per_step: bool):
+    if key is None or not split_per_step:
+        return key, key
+    key, selection_key = jax.random.split(key)
+    return key, selection_key
+
+
+def _descend(
+    rng_keys: chex.PRNGKey | None,
+    tree: Tree,
+    root_action_selection_fn: RootActionSelectionFn,
+    interior_action_selection_fn: InteriorActionSelectionFn,
+    *,
+    max_depth: int,
+    split_per_step: bool,
+    stop_descent_fn: StopDescentFn | None = None,
+    ready_fn: ReadyFn | None = None,
+) -> _DescentState:
+    """``simulate``'s descent; returns the final ``_DescentState`` (fields ``[B]``).
+
+    With ``ready_fn``, the descent also stops on an expanded child that is not ready.
+    """
+    next_key = functools.partial(_next_key, split_per_step=split_per_step)
 
     def continues(tree, next_node_index, depth):
         going = (next_node_index != UNVISITED) & (depth < max_depth)
         if stop_descent_fn is not None:
             going = going & ~stop_descent_fn(tree, next_node_index)
+        if ready_fn is not None:
+            going = going & ready_fn(tree, next_node_index)
         return going
 
     def one(key, tree):
@@ -217,10 +263,42 @@ def simulate(
                 is_continuing=continues(tree, next_node_index, depth),
             )
 
-        state = jax.lax.while_loop(lambda s: s.is_continuing, body, state)
-        return state.node_index, state.action
+        return jax.lax.while_loop(lambda s: s.is_continuing, body, state)
 
     return jax.vmap(one, in_axes=(None if rng_keys is None else 0, 0))(rng_keys, tree)
+
+
+
+
+def _select_at_unready(
+    tree: Tree,
+    descent: _DescentState,
+    prepare_fn: PrepareFn,
+    interior_action_selection_fn: InteriorActionSelectionFn,
+    max_depth: int,
+    *,
+    split_per_step: bool,
+    stop_descent_fn: StopDescentFn | None,
+) -> tuple[Tree, chex.Array, chex.Array]:
+    """Where a descent stopped on an unready expanded child: fill it, select there.
+
+    Returns ``(tree, parent_index [B], action [B])``: the tree with the statistics of
+    those nodes filled, and the edge to expand (unchanged for the other trees).
+    """
+    ready_fn, fill_fn = prepare_fn
+    child = descent.next_node_index
+    safe_child = jnp.maximum(child, 0)
+    needed = (child != UNVISITED) & (descent.depth < max_depth)
+    if stop_descent_fn is not None:
+        needed = needed & ~jax.vmap(stop_descent_fn)(tree, safe_child)
+    needed = needed & ~jax.vmap(ready_fn)(tree, safe_child)
+    tree = fill_fn(tree, safe_child, needed)
+    key = jax.vmap(functools.partial(_next_key, split_per_step=split_per_step))(
+        descent.rng_key)[1] if descent.rng_key is not None else None
+    action = jax.vmap(interior_action_selection_fn, in_axes=(None if key is None else 0, 0, 0, 0))(
+        key, tree, safe_child, descent.depth)
+    parent_index = jnp.where(needed, safe_child, descent.node_index)
+    return tree, parent_index, jnp.where(needed, action, descent.action)
 
 
 def expand(
