@@ -17,8 +17,9 @@ MLP + heads) took 1.26x (B = 64) and 1.38x (B = 256) the plain one's time on 2 s
 CPU cores (391 vs 311 us, 1003 vs 726 us; 50 interleaved rounds, min). That is
 negligible next to curiosity's own cost: P(a is best) over A = 122 children on a
 G = 21 grid is ~0.5 ms per node on this CPU with ``pbest_method="accurate"`` (~30 us
-with ``"fast"``, which this row uses), once per new node and once per ancestor per
-simulation, against ~7 us for a whole gumbel simulation per tree.
+with ``"fast"``, which this row uses), once per ancestor per simulation and once per
+node a descent first stops on (see results/bench/README.md for what was measured),
+against ~7 us for a whole gumbel simulation per tree.
 """
 
 from __future__ import annotations
