@@ -146,3 +146,35 @@ def test_optimal_move_rate_curves_from_solver_evaluations(tmp_path: Path) -> Non
     assert [int(r["iteration"]) for r in table] == [2, 4, 6]
     assert [float(r["raw_optimal_move_rate"]) for r in table] == pytest.approx([0.66, 0.82, 0.98])
     assert {r["algorithm"] for r in table} == {"gumbel"}
+
+
+def test_variants_pool_seeds_of_each_grid_entry(sweep_dir: Path, tmp_path: Path) -> None:
+    from curiosity_search.eval.variant_plots import variant_name
+
+    assert variant_name("tpt-online-seed12") == "tpt-online"
+    assert variant_name("hex4-curiosity") == "hex4-curiosity"
+    assert variant_name("seedless-seed") == "seedless-seed"
+    out = tmp_path / "figures"
+    make_plots([sweep_dir], out)
+    assert (out / "variants.png").stat().st_size > 5000
+    with open(out / "variants.csv") as handle:
+        rows = [r for r in csv.DictReader(handle) if r.get("role")]
+    # 4 variants (board x algorithm) x 2 roles x 5 iterations, 2 seeds pooled in each.
+    assert len(rows) == 40 and {r["runs"] for r in rows} == {"2"}
+    assert {r["variant"] for r in rows} == {
+        "hex3-gumbel", "hex3-curiosity", "hex4-gumbel", "hex4-curiosity"
+    }
+    # pooled score = pooled wins / pooled games of the two seeds' reference rows
+    first = next(r for r in rows if r["variant"] == "hex3-gumbel" and r["role"] == "expert"
+                 and r["iteration"] == "1")
+    seeds = [list(csv.DictReader(open(sweep_dir / f"hex3-gumbel-seed{s}" / "eval.csv")))
+             for s in (0, 1)]
+    wins = sum(int(r["wins"]) for table in seeds for r in table
+               if r["iteration"] == "1" and r["role"] == "expert" and r["reference"] == "1")
+    assert float(first["score"]) == pytest.approx(wins / 64)
+
+
+def test_a_single_variant_draws_no_variant_figure(tmp_path: Path) -> None:
+    _fake_run(tmp_path / "one", 3, "gumbel", 0, np.random.default_rng(1))
+    make_plots([tmp_path / "one"], tmp_path / "out")
+    assert not (tmp_path / "out" / "variants.png").exists()

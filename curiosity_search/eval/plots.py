@@ -15,6 +15,8 @@ writes a PNG and a CSV per figure:
   anchored at the reference, 0 = perfect play where it is the solver) vs training FLOPs,
   with the frontier fit ``elo = min(0, max(incline, plateau))`` in log-compute per
   board size (``frontier_fit.csv``).
+- ``variants``: runs grouped by name without ``-seed<N>`` (e.g. ExIt ``tpt-online`` vs
+  ``cat-online``), score vs the reference and optimal-move rate; see ``variant_plots``.
 
 Seeds are pooled: curves show the mean over runs that differ only in seed, with the
 Wilson interval of the pooled games as a band. Never imports JAX.
@@ -27,7 +29,6 @@ import csv
 import json
 import math
 import os
-import sys
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -35,18 +36,24 @@ from typing import Any
 
 import numpy as np
 
-from curiosity_search.eval.elo import PairResult, fit_elo
-from curiosity_search.eval.frontier import fit_frontier
+from curiosity_search.eval.elo_figure import elo_figure
 from curiosity_search.eval.learning_curves import optimal_move_figure
+from curiosity_search.eval.plot_common import (
+    _log_x,
+    _number,
+    _panels,
+    _sort_key,
+    _wilson,
+    _write_csv,
+    _x_key,
+)
+from curiosity_search.eval.variant_plots import (
+    optimal_move_curves,
+    variant_figure,
+    with_variants,
+)
 
 LABEL_KEYS = ("run", "algorithm", "board_size", "network", "seed")
-
-
-def _number(value: Any) -> float:
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return math.nan
 
 
 def _run_labels(run_dir: Path) -> dict[str, Any]:
@@ -89,38 +96,23 @@ def load_runs(dirs: Iterable[str | os.PathLike]) -> tuple[list[dict], list[dict]
     return eval_rows, metric_rows
 
 
-def _write_csv(path: Path, rows: Sequence[dict]) -> None:
-    keys = list(dict.fromkeys(k for row in rows for k in row))
-    with open(path, "w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=keys)
-        writer.writeheader()
-        writer.writerows(rows)
-
-
-def _x_key(rows: Sequence[dict]) -> tuple[str, str]:
-    """Training FLOPs when recorded, else wall time."""
-    if any(_number(r.get("train_flops")) > 0 for r in rows):
-        return "train_flops", "training compute (FLOPs)"
-    return "wall_time_s", "training wall time (s)"
-
-
-def reference_curves(eval_rows: Sequence[dict]) -> list[dict]:
-    """Seed-pooled score vs the reference per (algorithm, board, network, role, iteration)."""
+def reference_curves(
+    eval_rows: Sequence[dict], group_keys: Sequence[str] = ("algorithm", "board_size", "network")
+) -> list[dict]:
+    """Seed-pooled score vs the reference per (``group_keys``..., role, iteration)."""
     groups: dict[tuple, list[dict]] = defaultdict(list)
     for row in eval_rows:
         if str(row.get("reference")) in ("1", "True", "true"):
-            key = tuple(str(row.get(k, "")) for k in ("algorithm", "board_size", "network"))
+            key = tuple(str(row.get(k, "")) for k in group_keys)
             groups[(*key, row["role"], int(_number(row["iteration"])))].append(row)
     out = []
-    for (algorithm, board, network, role, iteration), rows in sorted(groups.items()):
+    for (*key, role, iteration), rows in sorted(groups.items()):
         games = sum(int(_number(r["games"])) for r in rows)
         points = sum(_number(r["wins"]) + 0.5 * _number(r["draws"]) for r in rows)
         low, high = _wilson(points, games)
         out.append(
             {
-                "algorithm": algorithm,
-                "board_size": board,
-                "network": network,
+                **dict(zip(group_keys, key, strict=True)),
                 "role": role,
                 "iteration": iteration,
                 "opponent": rows[0].get("player_b", ""),
@@ -134,36 +126,6 @@ def reference_curves(eval_rows: Sequence[dict]) -> list[dict]:
             }
         )
     return out
-
-
-def _wilson(points: float, games: int, z: float = 1.96) -> tuple[float, float]:
-    if games <= 0:
-        return math.nan, math.nan
-    p, z2 = points / games, z * z
-    centre = (p + z2 / (2 * games)) / (1 + z2 / games)
-    half = z * math.sqrt(p * (1 - p) / games + z2 / (4 * games * games)) / (1 + z2 / games)
-    return max(0.0, centre - half), min(1.0, centre + half)
-
-
-def _sort_key(value: str) -> tuple:
-    return (0, float(value), "") if _number(value) == _number(value) else (1, 0.0, value)
-
-
-def _log_x(ax: Any) -> None:
-    """Log-scales x when the panel has data (an empty panel says so instead)."""
-    if ax.has_data():
-        ax.set_xscale("log")
-    else:
-        ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes)
-
-
-def _panels(plt: Any, count: int) -> tuple[Any, np.ndarray]:
-    cols = min(count, 3)
-    rows = max(1, math.ceil(count / cols))
-    fig, axes = plt.subplots(rows, cols, figsize=(5.2 * cols, 4.0 * rows), squeeze=False)
-    for ax in axes.flat[count:]:
-        ax.set_visible(False)
-    return fig, axes.flat
 
 
 def _score_figure(
@@ -271,118 +233,6 @@ def entropy_figure(plt: Any, metric_rows: list[dict], out: Path) -> list[dict]:
     return table
 
 
-def _fit_role(table: Sequence[dict]) -> str:
-    """The role whose Elo curves are drawn and fitted: expert, else apprentice."""
-    return "expert" if any(t["role"] == "expert" for t in table) else "apprentice"
-
-
-def elo_table(eval_rows: Sequence[dict]) -> tuple[list[dict], list[dict]]:
-    """Per board size: Elo of every evaluated player (anchor = the reference), and fits."""
-    by_board: dict[str, list[dict]] = defaultdict(list)
-    for row in eval_rows:
-        by_board[str(row.get("board_size", ""))].append(row)
-    table, fits = [], []
-    for board, rows in sorted(by_board.items(), key=lambda kv: _sort_key(kv[0])):
-        references = [r["player_b"] for r in rows if str(r.get("reference")) in ("1", "True")]
-        opponents = {r["player_b"] for r in rows}
-        anchor = "solver" if "solver" in opponents else max(set(references), key=references.count)
-        results = [
-            PairResult(
-                r["player_a"],
-                r["player_b"],
-                _number(r["wins"]) + 0.5 * _number(r["draws"]),
-                int(_number(r["games"])),
-            )
-            for r in rows
-        ]
-        fit = fit_elo(results, anchor)
-        seen = set()
-        for r in rows:
-            if r["player_a"] in seen:
-                continue
-            seen.add(r["player_a"])
-            table.append(
-                {
-                    "board_size": board,
-                    "anchor": anchor,
-                    "player": r["player_a"],
-                    "algorithm": r.get("algorithm", ""),
-                    "role": r.get("role", ""),
-                    "run": r.get("run", ""),
-                    "iteration": r.get("iteration", ""),
-                    "train_flops": _number(r.get("train_flops")),
-                    "wall_time_s": _number(r.get("wall_time_s")),
-                    "elo": fit.ratings[r["player_a"]],
-                    "elo_stderr": fit.stderr[r["player_a"]],
-                }
-            )
-        mine = [t for t in table if t["board_size"] == board and t["role"] == _fit_role(table)]
-        x_key, _ = _x_key(mine)
-        try:
-            f = fit_frontier([t[x_key] for t in mine], [t["elo"] for t in mine])
-            fits.append(
-                {
-                    "board_size": board,
-                    "anchor": anchor,
-                    "compute": x_key,
-                    "slope": f.slope,
-                    "intercept": f.intercept,
-                    "plateau": f.plateau,
-                    "rmse": f.rmse,
-                    "frontier_points": f.points,
-                }
-            )
-        except ValueError as error:
-            print(f"note: no frontier fit for board {board}: {error}", file=sys.stderr)
-    return table, fits
-
-
-def elo_figure(plt: Any, eval_rows: Sequence[dict], out: Path) -> None:
-    """Elo vs compute with the frontier fit per board size."""
-    table, fits = elo_table(eval_rows)
-    x_key, x_label = _x_key(table)
-    boards = sorted({t["board_size"] for t in table}, key=_sort_key)
-    colours = dict(
-        zip(boards, plt.cm.plasma(np.linspace(0, 0.85, max(1, len(boards)))), strict=False)
-    )
-    fig, ax = plt.subplots(figsize=(7.5, 5.0))
-    markers = {"gumbel": "o", "curiosity": "s", "alphazero": "^", "exit": "D"}
-    for t in table:
-        if t["role"] == _fit_role(table) and _number(t[x_key]) > 0:
-            ax.errorbar(
-                t[x_key],
-                t["elo"],
-                yerr=t["elo_stderr"],
-                color=colours[t["board_size"]],
-                marker=markers.get(t["algorithm"], "x"),
-                markersize=4,
-                alpha=0.6,
-                linestyle="none",
-            )
-    for fit in fits:
-        pts = [t[x_key] for t in table if t["board_size"] == fit["board_size"] and t[x_key] > 0]
-        grid = np.logspace(np.log10(min(pts)), np.log10(max(pts)), 100)
-        line = np.minimum(
-            0, np.maximum(fit["slope"] * np.log10(grid) + fit["intercept"], fit["plateau"])
-        )
-        ax.plot(grid, line, color=colours[fit["board_size"]], label=f"board {fit['board_size']}")
-    for algorithm, marker in markers.items():
-        if any(t["algorithm"] == algorithm for t in table):
-            ax.plot([], [], marker, color="grey", linestyle="none", label=algorithm)
-    _log_x(ax)
-    ax.axhline(0, color="grey", linestyle=":", linewidth=1)
-    ax.set_xlabel(x_label)
-    ax.set_ylabel("Elo (0 = reference / perfect play)")
-    ax.set_title("Elo vs training compute, frontier min(0, max(incline, plateau))")
-    ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(out / "elo_vs_compute.png", dpi=120)
-    plt.close(fig)
-    _write_csv(out / "elo_vs_compute.csv", table)
-    _write_csv(out / "frontier_fit.csv", fits or [{"board_size": ""}])
-
-
 def make_plots(dirs: Sequence[str | os.PathLike], out: str | os.PathLike) -> list[Path]:
     """Writes every figure (PNG + CSV) for the runs under ``dirs`` into ``out``."""
     import matplotlib
@@ -416,6 +266,12 @@ def make_plots(dirs: Sequence[str | os.PathLike], out: str | os.PathLike) -> lis
             out / "curiosity_vs_gumbel.png",
         )
         elo_figure(plt, eval_rows, out)
+    variant_figure(
+        plt,
+        reference_curves(with_variants(eval_rows), ("variant", "board_size")),
+        optimal_move_curves(metric_rows),
+        out,
+    )
     if metric_rows:
         entropy_figure(plt, metric_rows, out)
         rates = optimal_move_figure(plt, metric_rows, out)

@@ -1,0 +1,129 @@
+"""Figure: experiment variants side by side (``variants.png`` / ``variants.csv``).
+
+A sweep's runs differ in their grid entries; the run name joins the entry names, e.g.
+``tpt-online-seed1`` or ``hex4-curiosity-seed0``. The *variant* is the run name without
+its ``-seed<N>`` suffix, so seeds of one variant are pooled. Where the algorithm alone
+does not tell runs apart (ExIt with TPT vs CAT targets, AlphaZero with or without
+search control) this is the figure that compares them.
+
+Top row, one panel per board size: the seed-pooled score against the reference vs
+training compute (expert solid with its Wilson band, apprentice dashed). Bottom row,
+where the runs logged it: the seed-mean optimal-move rate against the exact solver
+(search solid, raw policy dashed). Never imports JAX.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from curiosity_search.eval.plot_common import _log_x, _number, _sort_key, _write_csv, _x_key
+
+_SEED_SUFFIX = re.compile(r"-seed\d+$")
+RATES = (("search_optimal_move_rate", "-", "search"), ("raw_optimal_move_rate", "--", "raw"))
+
+
+def variant_name(run: str) -> str:
+    """``tpt-online-seed1`` -> ``tpt-online``: the run name without its seed suffix."""
+    return _SEED_SUFFIX.sub("", str(run))
+
+
+def with_variants(rows: Sequence[dict]) -> list[dict]:
+    """Copies of ``rows`` with a ``variant`` column derived from ``run``."""
+    return [{**row, "variant": variant_name(row.get("run", ""))} for row in rows]
+
+
+def optimal_move_curves(metric_rows: Sequence[dict]) -> list[dict]:
+    """Seed-mean optimal-move rates per (variant, board size, iteration)."""
+    groups: dict[tuple, list[dict]] = defaultdict(list)
+    for row in with_variants(metric_rows):
+        if any(np.isfinite(_number(row.get(f"eval/{key}"))) for key, _, _ in RATES):
+            groups[(row["variant"], str(row.get("board_size", "")),
+                    int(_number(row["iteration"])))].append(row)
+    out = []
+    for (variant, board, iteration), rows in sorted(groups.items()):
+        entry = {"variant": variant, "board_size": board, "iteration": iteration, "runs": len(rows)}
+        for x in ("train_flops", "wall_time_s"):
+            entry[x] = float(np.mean([_number(r.get(x)) for r in rows]))
+        for key, _, _ in RATES:
+            values = [_number(r.get(f"eval/{key}")) for r in rows]
+            entry[key] = float(np.mean(values)) if values else float("nan")
+        out.append(entry)
+    return out
+
+
+def variant_figure(
+    plt: Any, score_curves: Sequence[dict], rate_curves: Sequence[dict], out: Path
+) -> bool:
+    """Draws ``variants.png`` and writes ``variants.csv``; False (nothing) for < 2 variants.
+
+    Args:
+      plt: ``matplotlib.pyplot``.
+      score_curves: ``plots.reference_curves(rows, ("variant", "board_size"))``.
+      rate_curves: ``optimal_move_curves(metric_rows)`` (may be empty).
+      out: the output folder.
+    """
+    variants = sorted({c["variant"] for c in [*score_curves, *rate_curves]})
+    if len(variants) < 2:
+        return False
+    boards = sorted({str(c["board_size"]) for c in [*score_curves, *rate_curves]}, key=_sort_key)
+    rows = 2 if rate_curves else 1
+    fig, axes = plt.subplots(rows, len(boards), figsize=(6.0 * len(boards), 4.2 * rows),
+                             squeeze=False)
+    colours = dict(zip(variants, plt.cm.tab10(np.arange(len(variants)) % 10), strict=True))
+    x_key, x_label = _x_key([*score_curves, *rate_curves])
+    for column, board in enumerate(boards):
+        ax = axes[0][column]
+        for variant in variants:
+            for role, style in (("expert", "-"), ("apprentice", "--")):
+                pts = sorted((c for c in score_curves if c["variant"] == variant
+                              and str(c["board_size"]) == board and c["role"] == role
+                              and _number(c[x_key]) > 0), key=lambda c: c[x_key])
+                if not pts:
+                    continue
+                x = [c[x_key] for c in pts]
+                ax.plot(x, [c["score"] for c in pts], style, marker=".", color=colours[variant],
+                        label=f"{variant} ({role})")
+                if role == "expert":
+                    ax.fill_between(x, [c["ci_low"] for c in pts], [c["ci_high"] for c in pts],
+                                    color=colours[variant], alpha=0.12, linewidth=0)
+        _log_x(ax)
+        ax.axhline(0.5, color="grey", linestyle=":", linewidth=1)
+        ax.set_ylim(-0.02, 1.02)
+        ax.set(xlabel=x_label, ylabel="score vs reference (0.5 = perfect play)",
+               title=f"board size {board}: score vs the reference")
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=7, loc="upper left")
+        if rows == 2:
+            _rate_panel(axes[1][column], rate_curves, variants, colours, board, x_key, x_label)
+    fig.suptitle("Variants (seeds pooled): expert / search solid, apprentice / raw dashed")
+    fig.tight_layout()
+    fig.savefig(out / "variants.png", dpi=120)
+    plt.close(fig)
+    _write_csv(out / "variants.csv", [*score_curves, *rate_curves])
+    return True
+
+
+def _rate_panel(ax: Any, curves: Sequence[dict], variants: Sequence[str], colours: dict,
+                board: str, x_key: str, x_label: str) -> None:
+    for variant in variants:
+        pts = sorted((c for c in curves if c["variant"] == variant
+                      and str(c["board_size"]) == board and _number(c[x_key]) > 0),
+                     key=lambda c: c[x_key])
+        for key, style, what in RATES:
+            series = [(c[x_key], c[key]) for c in pts if np.isfinite(_number(c[key]))]
+            if series:
+                xs, ys = zip(*series, strict=True)
+                ax.plot(xs, ys, style, marker=".", color=colours[variant],
+                        label=f"{variant} ({what})")
+    _log_x(ax)
+    ax.set(xlabel=x_label, ylabel="optimal-move rate",
+           title=f"board size {board}: optimal-move rate (exact solver)")
+    ax.grid(True, alpha=0.3)
+    if ax.has_data():
+        ax.legend(fontsize=7, loc="lower right")
