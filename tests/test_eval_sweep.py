@@ -11,7 +11,6 @@ import pytest
 from curiosity_search.eval.sweep import (
     DONE_FILENAME,
     SweepError,
-    _run_parallel,
     expand_grid,
     load_sweep,
     parse_shard,
@@ -20,6 +19,7 @@ from curiosity_search.eval.sweep import (
     shard,
     sweep_main,
 )
+from curiosity_search.eval.sweep_jobs import run_parallel
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -162,7 +162,7 @@ def test_parallel_jobs_run_child_processes(sweep_file: Path, tmp_path: Path) -> 
 
     lines: list[str] = []
     runs = shard(sweep.runs, 0, 2)
-    failed = _run_parallel(sweep, runs, 3, lines.append, command=command)
+    failed = run_parallel(sweep, runs, 3, lines.append, command=command)
     assert sorted(failed) == sorted(r.name for r in runs if "seed1" in r.name)
     assert all(run_status(sweep.run_dir(r)) == "done" for r in runs if "seed0" in r.name)
     assert sum(ln.startswith("started") for ln in lines) == len(runs)

@@ -36,8 +36,6 @@ import itertools
 import json
 import os
 import re
-import shutil
-import subprocess
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -260,71 +258,6 @@ def execute_run(
     return summary
 
 
-def _gpu_count() -> int:
-    """GPUs visible to child processes, without initialising JAX in this process."""
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if visible is not None:
-        return len([d for d in visible.split(",") if d.strip()])
-    if shutil.which("nvidia-smi") is None:
-        return 0
-    try:
-        out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.SubprocessError):
-        return 0
-    return sum(line.startswith("GPU ") for line in out.stdout.splitlines())
-
-
-def _child_command(sweep: Sweep, run: SweepRun) -> list[str]:
-    return [
-        sys.executable,
-        "-m",
-        "curiosity_search.eval.sweep",
-        str(sweep.file),
-        "--run",
-        run.name,
-        "--workdir",
-        str(sweep.root),
-    ]
-
-
-def _run_parallel(
-    sweep: Sweep,
-    runs: Sequence[SweepRun],
-    jobs: int,
-    out: Callable[[str], None],
-    command: Callable[[Sweep, SweepRun], list[str]] = _child_command,
-) -> list[str]:
-    """Runs J child processes at a time; returns the names of failed runs."""
-    gpus = _gpu_count()
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "")
-    devices = [d.strip() for d in visible.split(",") if d.strip()] or [str(i) for i in range(gpus)]
-    pending, running, failed = list(runs), {}, []
-    free_slots = list(range(jobs))
-    while pending or running:
-        while pending and free_slots:
-            slot, run = free_slots.pop(0), pending.pop(0)
-            env = dict(os.environ)
-            if devices:
-                env["CUDA_VISIBLE_DEVICES"] = devices[slot % len(devices)]
-            sweep.run_dir(run).parent.mkdir(parents=True, exist_ok=True)
-            log = open(sweep.root / f"{run.name}.{LOG_FILENAME}", "a")  # noqa: SIM115
-            process = subprocess.Popen(
-                command(sweep, run), stdout=log, stderr=subprocess.STDOUT, env=env
-            )
-            running[process] = (slot, run, log)
-            out(f"started {run.name} (slot {slot}, pid {process.pid})")
-        time.sleep(0.2)
-        for process in [p for p in running if p.poll() is not None]:
-            slot, run, log = running.pop(process)
-            log.close()
-            free_slots.append(slot)
-            ok = process.returncode == 0 and run_status(sweep.run_dir(run)) == "done"
-            out(f"{'finished' if ok else 'FAILED'} {run.name} (exit {process.returncode})")
-            if not ok:
-                failed.append(run.name)
-    return failed
-
-
 def run_sweep(
     sweep: Sweep,
     *,
@@ -362,7 +295,9 @@ def run_sweep(
     for run in todo:
         sweep.config(run)  # fail fast on a bad config before any training
     if jobs > 1:
-        return _run_parallel(sweep, todo, jobs, out)
+        from curiosity_search.eval.sweep_jobs import run_parallel
+
+        return run_parallel(sweep, todo, jobs, out)
     failed = []
     for run in todo:
         out(f"{run_status(sweep.run_dir(run))} -> running {run.name}")

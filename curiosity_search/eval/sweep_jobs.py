@@ -1,0 +1,83 @@
+"""Running a sweep's runs in parallel child processes (``curiosity-search sweep --jobs J``).
+
+Each run is one ``python -m curiosity_search.eval.sweep FILE --run NAME`` process that
+trains, evaluates and marks its run ``DONE``; its output goes to
+``<root>/<run>.sweep.log``. With GPUs, every process sees one of them
+(``CUDA_VISIBLE_DEVICES``), round robin over the J slots.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+
+from curiosity_search.eval.sweep import LOG_FILENAME, Sweep, SweepRun, run_status
+
+
+def gpu_count() -> int:
+    """GPUs visible to child processes, without initialising JAX in this process."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        return len([d for d in visible.split(",") if d.strip()])
+    if shutil.which("nvidia-smi") is None:
+        return 0
+    try:
+        out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return 0
+    return sum(line.startswith("GPU ") for line in out.stdout.splitlines())
+
+
+def child_command(sweep: Sweep, run: SweepRun) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "curiosity_search.eval.sweep",
+        str(sweep.file),
+        "--run",
+        run.name,
+        "--workdir",
+        str(sweep.root),
+    ]
+
+
+def run_parallel(
+    sweep: Sweep,
+    runs: Sequence[SweepRun],
+    jobs: int,
+    out: Callable[[str], None],
+    command: Callable[[Sweep, SweepRun], list[str]] = child_command,
+) -> list[str]:
+    """Runs J child processes at a time; returns the names of failed runs."""
+    gpus = gpu_count()
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "")
+    devices = [d.strip() for d in visible.split(",") if d.strip()] or [str(i) for i in range(gpus)]
+    pending, running, failed = list(runs), {}, []
+    free_slots = list(range(jobs))
+    while pending or running:
+        while pending and free_slots:
+            slot, run = free_slots.pop(0), pending.pop(0)
+            env = dict(os.environ)
+            if devices:
+                env["CUDA_VISIBLE_DEVICES"] = devices[slot % len(devices)]
+            sweep.run_dir(run).parent.mkdir(parents=True, exist_ok=True)
+            log = open(sweep.root / f"{run.name}.{LOG_FILENAME}", "a")  # noqa: SIM115
+            process = subprocess.Popen(
+                command(sweep, run), stdout=log, stderr=subprocess.STDOUT, env=env
+            )
+            running[process] = (slot, run, log)
+            out(f"started {run.name} (slot {slot}, pid {process.pid})")
+        time.sleep(0.2)
+        for process in [p for p in running if p.poll() is not None]:
+            slot, run, log = running.pop(process)
+            log.close()
+            free_slots.append(slot)
+            ok = process.returncode == 0 and run_status(sweep.run_dir(run)) == "done"
+            out(f"{'finished' if ok else 'FAILED'} {run.name} (exit {process.returncode})")
+            if not ok:
+                failed.append(run.name)
+    return failed
