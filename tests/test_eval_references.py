@@ -123,3 +123,18 @@ def test_committed_references_load_and_play(size):
     env = load_agent(references.reference_dir(game)).env
     result = play_match(jax.random.key(size), player, random_player(), env, 2)
     assert result.illegal_a == 0
+
+
+def test_sweep_plan_falls_back_when_no_reference_is_shipped():
+    """hex_scaling_gpu lists [solver, reference, mcts:256]: 7x7 has neither of the first two."""
+    from curiosity_search.envs import make
+    from curiosity_search.eval.evaluation import EvalPlan, build_opponents
+
+    game = GameSpec("hex", {"size": 7, "swap": False})
+    plan = EvalPlan(reference=("solver", "reference", "random"), opponents=())
+    (player, is_reference), = build_opponents(plan, game, make("hex", size=7))
+    assert is_reference and player.name == "random"
+    plan5 = EvalPlan(reference=("solver", "reference"), opponents=())
+    game5 = GameSpec("hex", {"size": 5, "swap": False})
+    (player5, _), = build_opponents(plan5, game5, make("hex", size=5))
+    assert player5.name == "reference:hex5@64"
