@@ -10,6 +10,7 @@ from pathlib import Path
 
 import matplotlib.image
 import pytest
+from train_fixtures import TINY_HEX
 
 from curiosity_search import cli
 from curiosity_search.config import load_config
@@ -17,25 +18,6 @@ from curiosity_search.config import load_config
 CONFIGS = Path(__file__).resolve().parent.parent / "configs"
 CELLS = [f"{col}{row}" for row in (1, 2, 3) for col in "abc"]  # every cell of 3x3 Hex
 
-TINY_HEX = [
-    "train.iterations=2",
-    "selfplay.batch_size=8",
-    "selfplay.moves_per_iteration=2",
-    "selfplay.replay_capacity=64",
-    "train.batch_size=8",
-    "train.updates_per_iteration=2",
-    "network.width=16",
-    "network.blocks=1",
-    "search.num_simulations=2",
-    "search.eval_num_simulations=2",
-    "eval.every=0",
-    "eval.num_positions=0",
-    "checkpoint.every=1",
-    "checkpoint.keep=2",
-    "logging.progress=false",
-    "logging.tensorboard=false",
-    "train.time_limit_s=null",
-]
 
 
 @pytest.fixture(scope="module")

@@ -8,6 +8,7 @@ from pathlib import Path
 import jax
 import numpy as np
 import pytest
+from train_fixtures import TINY_HEX
 
 from curiosity_search import load_agent
 from curiosity_search.eval import references
@@ -16,22 +17,6 @@ from curiosity_search.eval.players import GameSpec, parse_player, random_player
 from curiosity_search.train.checkpoint import CheckpointError
 
 CONFIGS = Path(__file__).resolve().parent.parent / "configs"
-TINY = [
-    "train.iterations=2",
-    "selfplay.batch_size=8",
-    "selfplay.moves_per_iteration=2",
-    "selfplay.replay_capacity=64",
-    "train.batch_size=8",
-    "train.updates_per_iteration=2",
-    "network.width=16",
-    "network.blocks=1",
-    "search.num_simulations=2",
-    "search.eval_num_simulations=2",
-    "checkpoint.every=1",
-    "logging.progress=false",
-    "logging.tensorboard=false",
-    "train.time_limit_s=null",
-]
 HEX3 = GameSpec("hex", {"size": 3, "swap": False})
 
 
@@ -41,7 +26,7 @@ def built(tmp_path_factory):
     root = tmp_path_factory.mktemp("refs")
     info = references.build_reference(
         CONFIGS / "references" / "hex3.yaml",
-        overrides=TINY,
+        overrides=TINY_HEX,
         workdir=root / "run",
         out=root / "hex3",
         games=4,
@@ -80,7 +65,7 @@ def test_frozen_params_equal_the_last_checkpoint(built):
 def test_second_build_skips_training(built, capsys):
     root, first = built
     again = references.build_reference(
-        CONFIGS / "references" / "hex3.yaml", overrides=TINY, workdir=root / "run",
+        CONFIGS / "references" / "hex3.yaml", overrides=TINY_HEX, workdir=root / "run",
         out=root / "hex3_again", games=4,
     )
     assert "training already finished" in capsys.readouterr().out

@@ -1,4 +1,4 @@
-"""Tiny configs and trainers shared by the ``test_train_*`` tests (tic-tac-toe, batch 8)."""
+"""Tiny configs and trainers shared by the tests (tic-tac-toe or 3x3 Hex, batch 8)."""
 
 from __future__ import annotations
 
@@ -23,6 +23,27 @@ TINY = (
     "train.iterations=4",
     "train.batch_size=16",
     "train.updates_per_iteration=2",
+)
+
+# Overrides that make any 3x3 Hex config a seconds-long, checkpointed 2-iteration run.
+TINY_HEX = (
+    "train.iterations=2",
+    "selfplay.batch_size=8",
+    "selfplay.moves_per_iteration=2",
+    "selfplay.replay_capacity=64",
+    "train.batch_size=8",
+    "train.updates_per_iteration=2",
+    "network.width=16",
+    "network.blocks=1",
+    "search.num_simulations=2",
+    "search.eval_num_simulations=2",
+    "eval.every=0",
+    "eval.num_positions=0",
+    "checkpoint.every=1",
+    "checkpoint.keep=2",
+    "logging.progress=false",
+    "logging.tensorboard=false",
+    "train.time_limit_s=null",
 )
 
 
