@@ -292,3 +292,20 @@ def test_fast_best_arm_probability_close_to_accurate_on_moderate_beliefs():
                                _pbest(conc3), atol=0.05)
     assert np.all(beliefs.sample_best_arm(jax.random.PRNGKey(0), conc[0], invalid[0],
                                           method="fast") < len(cases[0]))
+
+
+def test_one_uniform_inverse_cdf_sampler_matches_probability():
+    # The search's selection: one uniform per draw, inverse CDF over cached running sums.
+    prob = jnp.array([0.0, 0.05, 0.3, 0.0, 0.15, 0.5, 0.0], jnp.float32)
+    num_samples = 40_000
+    keys = jax.random.split(jax.random.PRNGKey(3), num_samples)
+    cumulative = beliefs.cumulative_probability(prob)
+    draws = jax.jit(jax.vmap(lambda k: beliefs.sample_from_cumulative(k, cumulative)))(keys)
+    freq = np.bincount(np.asarray(draws), minlength=prob.shape[0]) / num_samples
+    assert np.all(freq[np.asarray(prob) == 0] == 0.0)
+    tolerance = 4.0 * np.sqrt(prob * (1 - prob) / num_samples) + 1e-3
+    assert np.all(np.abs(freq - prob) <= tolerance), (freq, prob)
+    # Boundaries: u = 0 picks the first positive entry, u just below 1 the last one.
+    largest = np.nextafter(np.float32(1.0), np.float32(0.0))
+    picks = beliefs.inverse_cdf_index(jnp.stack([cumulative] * 2), jnp.array([0.0, largest]))
+    np.testing.assert_array_equal(picks, [1, 5])

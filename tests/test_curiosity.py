@@ -20,8 +20,9 @@ from curiosity_search.search.curiosity_reference import (
 from curiosity_search.search.tree import UNVISITED
 
 
-def kernel_selection_noise(rng_key, batch_size, num_actions, num_simulations, max_depth):
-    """The Gumbel draws curiosity_policy's selections use: ``[sims, B, depth, A]``.
+def kernel_selection_noise(rng_key, batch_size, num_simulations, max_depth):
+    """The uniforms curiosity_policy's selections use: ``[sims, B, depth]`` (one per
+    selection, turned into an action by inverse CDF).
 
     Mirrors the key schedule: policy split -> search key; per simulation
     ``split(key, 3)`` -> simulate key -> ``split(., B)``; ``fold_in(., depth)``.
@@ -34,7 +35,7 @@ def kernel_selection_noise(rng_key, batch_size, num_actions, num_simulations, ma
         depth_keys = jax.vmap(
             lambda k: jax.vmap(lambda d: jax.random.fold_in(k, d))(jnp.arange(max_depth + 1))
         )(tree_keys)
-        out.append(jax.vmap(jax.vmap(lambda k: jax.random.gumbel(k, (num_actions,))))(depth_keys))
+        out.append(jax.vmap(jax.vmap(lambda k: jax.random.uniform(k, ())))(depth_keys))
     return np.asarray(jnp.stack(out))
 
 
@@ -62,7 +63,7 @@ def test_kernel_matches_reference(num_outcomes, belief_summary, max_depth, termi
         pbest_method="accurate"))  # the reference uses the accurate P(best)
     out = policy(None, key, root, invalid_actions=jnp.asarray(invalid))
     tree = out.search_tree
-    noise = kernel_selection_noise(key, batch_size, num_actions, num_simulations,
+    noise = kernel_selection_noise(key, batch_size, num_simulations,
                                    max_depth or num_simulations)
     reevaluations = stops = 0
     for b in range(batch_size):

@@ -69,7 +69,9 @@ def test_compacted_search_equals_full_batch_search(pbest_method):
                      for s in [(), (1, 2)])
     np.testing.assert_array_equal(full.search_tree.parents, compact.search_tree.parents)
     np.testing.assert_array_equal(full.search_tree.node_visits, compact.search_tree.node_visits)
-    for name in ["belief", "best_probability", "proven_score"]:
+    # Float32 rounding may differ by an ulp between batch shapes (beliefs reach ~1e2).
+    for name in ["belief", "best_cumulative", "proven_score"]:
         np.testing.assert_allclose(getattr(full.search_tree.node_extras, name),
-                                   getattr(compact.search_tree.node_extras, name), atol=1e-6)
+                                   getattr(compact.search_tree.node_extras, name),
+                                   rtol=1e-6, atol=1e-6)
     np.testing.assert_allclose(full.action_weights, compact.action_weights, atol=1e-6)

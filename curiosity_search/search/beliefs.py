@@ -885,7 +885,7 @@ def sample_best_arm(
     grid_size: int = 21,
     method: str = "accurate",
 ) -> Array:
-    """Thompson selection: one arm drawn from P(a is best) (Gumbel-max), ``[...]`` int32.
+    """Thompson selection: one arm drawn from P(a is best) (inverse CDF), ``[...]`` int32.
 
     Equivalent in distribution to drawing one score per arm and taking the argmax, but
     O(A G) and free of Beta/Gamma rejection sampling. Illegal arms are never drawn
@@ -902,13 +902,52 @@ def sample_best_arm(
     return sample_from_probability(rng_key, probability)
 
 
-def sample_from_probability(rng_key: chex.PRNGKey, probability: Array) -> Array:
-    """Gumbel-max draw of one index from ``probability [..., A]``, ``[...]`` int32.
+def cumulative_probability(probability: Array) -> Array:
+    """Running sum over the last axis of ``probability [..., A]``, ``[..., A]`` float32.
 
-    The draw ``sample_best_arm`` makes once P(best) is known (for callers that cache
-    P(best)); zero-probability entries are never drawn unless all are zero.
+    ``jnp.cumsum`` (a left-to-right sum per entry), so the result is non-decreasing and
+    an entry with probability 0 repeats its predecessor exactly, which
+    ``inverse_cdf_index`` relies on to never return it. Computed once per cached
+    P(best) (not per draw), so ``cumsum``'s cost on XLA:CPU does not matter here.
     """
-    gumbel = jax.random.gumbel(rng_key, probability.shape)
-    logits = jnp.where(probability > 0, jnp.log(jnp.where(probability > 0, probability, 1.0)),
-                       -jnp.inf)
-    return jnp.argmax(logits + gumbel, axis=-1).astype(jnp.int32)
+    return jnp.cumsum(jnp.asarray(probability, jnp.float32), axis=-1)
+
+
+def inverse_cdf_index(cumulative: Array, uniform: Array) -> Array:
+    """The index an inverse-CDF draw picks, ``[...]`` int32.
+
+    Args:
+      cumulative: ``[..., A]`` from ``cumulative_probability`` (need not end at 1).
+      uniform: ``[...]`` in ``[0, 1)`` (``jax.random.uniform``).
+
+    Returns:
+      The number of entries with ``cumulative <= u * total``, ``total`` the last entry,
+      i.e. the ``i`` with ``cumulative[i - 1] <= u total < cumulative[i]``: ``i`` has
+      probability ``cumulative[i] - cumulative[i - 1] > 0``. In float32, ``u <= 1 -
+      2^-23`` gives ``u total < total``, so a zero-probability entry is never returned
+      (all-zero input: the last index). One comparison per entry: no log, no per-entry
+      random numbers.
+    """
+    total = cumulative[..., -1:]
+    target = jnp.asarray(uniform, jnp.float32)[..., None] * total
+    count = jnp.sum((cumulative <= target).astype(jnp.int32), axis=-1)
+    return jnp.minimum(count, cumulative.shape[-1] - 1).astype(jnp.int32)
+
+
+def sample_from_cumulative(rng_key: chex.PRNGKey, cumulative: Array) -> Array:
+    """One index drawn from ``cumulative [..., A]`` with one uniform per draw, ``[...]``.
+
+    ``inverse_cdf_index(cumulative, jax.random.uniform(rng_key, cumulative.shape[:-1]))``.
+    """
+    uniform = jax.random.uniform(rng_key, cumulative.shape[:-1])
+    return inverse_cdf_index(cumulative, uniform)
+
+
+def sample_from_probability(rng_key: chex.PRNGKey, probability: Array) -> Array:
+    """Inverse-CDF draw of one index from ``probability [..., A]``, ``[...]`` int32.
+
+    The draw ``sample_best_arm`` makes once P(best) is known: one uniform per draw
+    (``sample_from_cumulative``); zero-probability entries are never drawn unless all
+    are zero.
+    """
+    return sample_from_cumulative(rng_key, cumulative_probability(probability))

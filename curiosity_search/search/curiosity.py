@@ -8,11 +8,13 @@ player choosing ``a``), so a parent reads an unexpanded child ``a`` as ``Q_a`` a
 expanded child as ``flip_perspective(child belief)`` (two-player zero-sum; with
 ``two_player=False`` no flip).
 
-- Selection: one action drawn from P(a is best) over the children beliefs
-  (Gumbel-max, no Gamma/Beta draws), illegal actions excluded. P(best) over a node's
-  children only changes when a backup passes through the node, so the backup stores
-  it (``CuriosityExtras.best_probability``, computed once per node and simulation)
-  and selection reads it: O(A) per step instead of a second O(A G) evaluation. A
+- Selection: one action drawn from P(a is best) over the children beliefs by inverse
+  CDF (one uniform per step, no Gamma/Beta draws, no per-action noise), illegal
+  actions excluded. P(best) over a node's children only changes when a backup passes
+  through the node, so the backup stores its running sum
+  (``CuriosityExtras.best_cumulative``, computed once per node and simulation) and
+  selection reads it: one comparison per action and step instead of a second O(A G)
+  evaluation. A
   new node's P(best) over its Q_a priors is computed lazily, only when a descent
   first stops on it (the kernel's ``prepare_fn``; most nodes of a wide search are
   never selected from). Which P(best) (``pbest_method``: ``"fast"`` by default, or
@@ -105,9 +107,10 @@ class CuriosityExtras:
     (or the exact result); action_beliefs: ``[A, K]`` Q_a priors; invalid: ``[A]`` bool;
     proven: ``[]`` bool (terminal or solved: belief is exact and stays fixed);
     proven_score: ``[]`` exact expected outcome of a proven node (mover's view), else 0;
-    best_probability: ``[A]`` P(a is best) over the node's children beliefs as of its
-    last backup (before its first: over its Q_a priors, computed when a descent first
-    stops on the node, ``fill_prior_best``; zeros until then), read by selection.
+    best_cumulative: ``[A]`` running sum over actions (``beliefs.cumulative_probability``)
+    of P(a is best) over the node's children beliefs as of its last backup (before its
+    first: over its Q_a priors, computed when a descent first stops on the node,
+    ``fill_prior_best``; zeros until then), read by selection's inverse-CDF draw.
     """
 
     belief: chex.Array
@@ -116,7 +119,7 @@ class CuriosityExtras:
     invalid: chex.Array
     proven: chex.Array
     proven_score: chex.Array
-    best_probability: chex.Array
+    best_cumulative: chex.Array
 
 
 @chex.dataclass(frozen=True)
@@ -173,17 +176,18 @@ def curiosity_selection(
 ) -> chex.Array:
     """Thompson selection: an action drawn from P(a is best) at one node, ``[]`` int32.
 
-    Reads the node's cached ``best_probability`` (kept current by ``curiosity_backup``
-    and set at expansion), so it equals ``beliefs.sample_best_arm`` over
-    ``children_beliefs`` at O(A). ``grid_size`` and ``two_player`` are accepted for
+    Reads the node's cached ``best_cumulative`` (kept current by ``curiosity_backup``
+    and ``fill_prior_best``), so it equals ``beliefs.sample_best_arm`` over
+    ``children_beliefs`` at O(A): one uniform ``u``, the inverse-CDF index
+    (``beliefs.inverse_cdf_index``). ``grid_size`` and ``two_player`` are accepted for
     signature compatibility (they were fixed when the cache was computed).
 
     Use with ``selection_rng="per_simulation"``: the draw at ``depth`` uses
-    ``jax.random.fold_in(rng_key, depth)`` (root: depth 0).
+    ``u = jax.random.uniform(jax.random.fold_in(rng_key, depth))`` (root: depth 0).
     """
     del grid_size, two_player
     key = jax.random.fold_in(rng_key, depth)
-    return beliefs.sample_from_probability(key, tree.node_extras.best_probability[node_index])
+    return beliefs.sample_from_cumulative(key, tree.node_extras.best_cumulative[node_index])
 
 
 def is_proven(tree: Tree, node_index: chex.Array) -> chex.Array:
@@ -206,10 +210,11 @@ def _node_extras(
     pbest_method: str = "accurate",
     with_best: bool = True,
 ) -> CuriosityExtras:
-    """Extras of new nodes, ``[B, ...]``; their P(best) cache is over the Q_a priors
-    (``with_best``, the root) or zeros, filled later by ``fill_prior_best``."""
+    """Extras of new nodes, ``[B, ...]``; their cumulative P(best) cache is over the Q_a
+    priors (``with_best``, the root) or zeros, filled later by ``fill_prior_best``."""
     if with_best:
-        best = beliefs.best_arm_probability(action_beliefs, invalid, grid_size, pbest_method)
+        best = beliefs.cumulative_probability(
+            beliefs.best_arm_probability(action_beliefs, invalid, grid_size, pbest_method))
     else:
         best = jnp.zeros(invalid.shape, jnp.float32)
     return CuriosityExtras(
@@ -219,7 +224,7 @@ def _node_extras(
         invalid=invalid,
         proven=proven,
         proven_score=proven_score.astype(jnp.float32),
-        best_probability=best,
+        best_cumulative=best,
     )
 
 
@@ -242,8 +247,8 @@ def fill_prior_best(
     pbest_method: str,
     compaction_slots: Sequence[int] | None = None,
 ) -> Tree:
-    """The kernel's ``fill_fn``: P(best) over the Q_a priors of ``node_index [B]`` where
-    ``needed [B]``, written to the nodes' caches (batched tree).
+    """The kernel's ``fill_fn``: cumulative P(best) over the Q_a priors of ``node_index
+    [B]`` where ``needed [B]``, written to the nodes' caches (batched tree).
 
     Computed only for the trees that need it (``compaction.compacted_map``): a node's
     prior P(best) is read once, by the first selection at the node, and most nodes of
@@ -252,13 +257,15 @@ def fill_prior_best(
     batch = jnp.arange(node_index.shape[0])
     extras = tree.node_extras
     slots = default_slots(batch.shape[0]) if compaction_slots is None else compaction_slots
-    pbest = functools.partial(beliefs.best_arm_probability, grid_size=grid_size,
-                              method=pbest_method)
+    def pbest(concentrations, invalid):
+        return beliefs.cumulative_probability(beliefs.best_arm_probability(
+            concentrations, invalid, grid_size, pbest_method))
+
     best = compacted_map(pbest, needed, extras.action_beliefs[batch, node_index],
                          extras.invalid[batch, node_index], slots=tuple(slots))
     write_at = jnp.where(needed, node_index, tree.node_visits.shape[1])
-    cache = extras.best_probability.at[batch, write_at].set(best, mode="drop")
-    return tree.replace(node_extras=extras.replace(best_probability=cache))
+    cache = extras.best_cumulative.at[batch, write_at].set(best, mode="drop")
+    return tree.replace(node_extras=extras.replace(best_cumulative=cache))
 
 
 def _wrap_recurrent_fn(

@@ -52,7 +52,8 @@ def _level(
 
     Args:
       node_beliefs ``[B, N, K]``, visits ``[B, N]``, proven ``[B, N]`` bool, scores
-      ``[B, N]``, best ``[B, N, A]``: the carried, partly updated arrays.
+      ``[B, N]``, best ``[B, N, A]`` (cumulative P(best) caches): the carried, partly
+      updated arrays.
 
     Returns:
       ``(parent [B] (the next level's child; the root stays), node_beliefs, visits,
@@ -75,9 +76,12 @@ def _level(
         searched = beliefs.flip_perspective(searched)
     child_beliefs = jnp.where(expanded[..., None], searched, extras.action_beliefs[batch, parent])
     invalid = extras.invalid[batch, parent]  # [B, A]
-    pbest = functools.partial(beliefs.best_arm_probability, grid_size=grid_size,
-                              method=pbest_method)
-    weights = compacted_map(pbest, active, child_beliefs, invalid, slots=slots)  # [B, A]
+    def pbest(concentrations, invalid):
+        weights = beliefs.best_arm_probability(concentrations, invalid, grid_size, pbest_method)
+        return weights, beliefs.cumulative_probability(weights)
+
+    weights, cumulative = compacted_map(pbest, active, child_beliefs, invalid,
+                                        slots=slots)  # [B, A] each
     mixture = beliefs.summarize_mixture(weights, child_beliefs, belief_summary)
     evidence = jnp.sum(jnp.where(expanded, visits[rows, safe], 0), axis=-1)
     blended = beliefs.combine_with_prior(extras.value_belief[batch, parent], mixture, evidence,
@@ -103,7 +107,7 @@ def _level(
         visits,
         proven.at[batch, write_at].set(already | newly_proven, mode="drop"),
         scores.at[batch, write_at].set(score, mode="drop"),
-        best.at[batch, write_at].set(weights, mode="drop"),
+        best.at[batch, write_at].set(cumulative, mode="drop"),
     )
 
 
@@ -136,7 +140,7 @@ def curiosity_backup(
     )
     extras = tree.node_extras
     state = (jnp.asarray(leaf_index, jnp.int32), extras.belief, tree.node_visits, extras.proven,
-             extras.proven_score, extras.best_probability)
+             extras.proven_score, extras.best_cumulative)
     state = jax.lax.while_loop(lambda s: jnp.any(s[0] != ROOT_INDEX),
                                lambda s: level(*s), state)
     _, node_beliefs, visits, proven, scores, best = state
@@ -144,6 +148,6 @@ def curiosity_backup(
         tree.node_values.dtype
     )
     extras = extras.replace(
-        belief=node_beliefs, proven=proven, proven_score=scores, best_probability=best
+        belief=node_beliefs, proven=proven, proven_score=scores, best_cumulative=best
     )
     return tree.replace(node_visits=visits, node_values=values, node_extras=extras)

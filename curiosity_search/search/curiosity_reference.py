@@ -4,7 +4,9 @@ Written from the rule (see ``curiosity.py``), not from the kernel: node records,
 descent loop, a model call, a backup walk, float64 belief arithmetic in numpy. The
 only shared piece is P(a is best) itself (``beliefs.best_arm_probability``, tested
 separately against quadrature), and the selection noise is passed in, so the jitted
-kernel and this reference build the same tree from the same Gumbel draws.
+kernel and this reference build the same tree from the same uniform draws (one per
+selection, turned into an action by inverse CDF over P(best) in float32, as the
+kernel does).
 
 Model: ``step(embedding, action) -> (reward, discount, prior_logits [A],
 value_belief [K], action_beliefs [A, K], next_embedding)`` for one node.
@@ -29,7 +31,7 @@ from curiosity_search.search.curiosity import (
 )
 from curiosity_search.search.stubs import _hash_jnp, _hash_np
 
-Noise = Callable[[int, int], np.ndarray]  # (simulation, depth) -> Gumbel draws [A]
+Noise = Callable[[int, int], float]  # (simulation, depth) -> one uniform in [0, 1)
 
 
 @dataclasses.dataclass
@@ -102,8 +104,9 @@ def reference_curiosity_search(
     Args:
       root_value_belief: ``[K]``; root_action_beliefs: ``[A, K]``;
       invalid_actions: ``[A]`` bool (root).
-      noise: ``noise(sim, depth) -> [A]`` Gumbel draws used to select at ``depth``
-        (root: 0) during simulation ``sim``.
+      noise: ``noise(sim, depth) -> u`` the uniform in ``[0, 1)`` used to select at
+        ``depth`` (root: 0) during simulation ``sim``: the action ``i`` with
+        ``F[i - 1] <= u F[-1] < F[i]``, ``F`` the float32 running sum of P(best).
     """
     pbest = _pbest_fn(grid_size)
     max_depth = num_simulations if max_depth is None else max_depth
@@ -135,10 +138,11 @@ def reference_curiosity_search(
         return np.asarray(pbest(jnp.asarray(conc, jnp.float32), jnp.asarray(node.invalid)),
                           np.float64), conc
 
-    def select(node, gumbel):
+    def select(node, uniform):
         p, _ = probability(node)
-        scores = np.where(p > 0, np.log(np.maximum(p, 1e-300)), -np.inf) + gumbel
-        return int(np.argmax(scores))
+        cumulative = np.cumsum(p.astype(np.float32))  # float32, left to right
+        target = np.float32(uniform) * cumulative[-1]
+        return min(int(np.sum(cumulative <= target)), len(p) - 1)
 
     def update(i):
         node = nodes[i]
