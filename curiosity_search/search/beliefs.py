@@ -354,8 +354,8 @@ def _logit_beta_table(alpha: Array, beta: Array) -> _LogitBetaTable:
     )
     segments = jnp.maximum(segments, 0.0)
     cumulative = jnp.concatenate(
-        [jnp.zeros_like(segments[..., :1]), jnp.cumsum(segments, axis=-1)], axis=-1
-    )
+        [jnp.zeros_like(segments[..., :1]), _prefix_sum(segments)], axis=-1
+    )  # _prefix_sum: XLA:CPU's cumsum is a slow reduce-window
     total = jnp.maximum(cumulative[..., -1:], _TINY)
     return _LogitBetaTable(mode, inner, stretch, cumulative / total, density / total)
 
