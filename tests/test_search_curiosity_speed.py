@@ -49,7 +49,7 @@ def test_compacted_map_matches_full_batch():
             expected = np.where(active.reshape((-1,) + (1,) * (full[key].ndim - 1)),
                                 full[key], -1.0)
             np.testing.assert_allclose(out[key], expected, rtol=1e-6)
-    assert default_slots(64) == (4, 16) and default_slots(3) == ()
+    assert default_slots(64) == (4, 8, 16, 24, 32, 40, 48, 56) and default_slots(3) == ()
 
 
 @pytest.mark.parametrize("pbest_method", ["accurate", "fast"])
