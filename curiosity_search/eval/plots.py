@@ -166,7 +166,7 @@ def _score_figure(
         ax.set_ylabel("score vs reference")
         ax.set_title(f"{panel_key.replace('_', ' ')} {panel}")
         ax.grid(True, which="major", alpha=0.3)
-        ax.legend(fontsize=7, loc="lower right")
+        ax.legend(fontsize=7, loc="upper left")  # scores live below the 0.5 ceiling
     fig.suptitle(title)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
