@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from curiosity_search.search import beliefs
+from curiosity_search.search import best_arm, score_cdf
 from curiosity_search.search.compaction import compacted_map, default_slots
 from curiosity_search.search.curiosity import curiosity_policy
 from curiosity_search.search.curiosity_reference import BeliefHashModel
@@ -15,7 +15,7 @@ from curiosity_search.search.curiosity_reference import BeliefHashModel
 
 def test_prefix_sum_is_cumsum():
     x = jax.random.uniform(jax.random.PRNGKey(0), (3, 5, 22))
-    np.testing.assert_allclose(beliefs._prefix_sum(x), jnp.cumsum(x, axis=-1), rtol=1e-6)
+    np.testing.assert_allclose(score_cdf._prefix_sum(x), jnp.cumsum(x, axis=-1), rtol=1e-6)
 
 
 def test_cell_best_probability_equals_others_product_form():
@@ -26,8 +26,8 @@ def test_cell_best_probability_equals_others_product_form():
     mass /= mass.sum(-1, keepdims=True)
     upper = np.cumsum(mass, -1)
     middle = (upper - 0.5 * mass).astype(np.float32)
-    expected = np.sum(mass * np.asarray(beliefs._others_product(jnp.asarray(middle))), -1)
-    got = np.asarray(beliefs._cell_best_probability(jnp.asarray(mass), jnp.asarray(middle)))
+    expected = np.sum(mass * np.asarray(best_arm._others_product(jnp.asarray(middle))), -1)
+    got = np.asarray(best_arm._cell_best_probability(jnp.asarray(mass), jnp.asarray(middle)))
     # Same up to one positive factor per batch element.
     np.testing.assert_allclose(got / got.sum(-1, keepdims=True),
                                expected / expected.sum(-1, keepdims=True), atol=1e-6)
