@@ -33,6 +33,20 @@ def test_cell_best_probability_equals_others_product_form():
                                expected / expected.sum(-1, keepdims=True), atol=1e-6)
 
 
+def test_cell_best_probability_ignores_per_arm_scale():
+    # The fast path passes unnormalized per-arm masses and CDFs: scaling an arm's row of
+    # both by a positive factor must not change the normalized result.
+    rng = np.random.default_rng(1)
+    mass = rng.dirichlet(np.ones(9), (4, 6)).astype(np.float32)
+    mass[:, :2, :3] = 0.0
+    middle = (np.cumsum(mass, -1) - 0.5 * mass).astype(np.float32)
+    scale = rng.uniform(1.0, 22.0, (4, 6, 1)).astype(np.float32)
+    base, scaled = (np.asarray(best_arm._cell_best_probability(jnp.asarray(m), jnp.asarray(c)))
+                    for m, c in [(mass, middle), (mass * scale, middle * scale)])
+    np.testing.assert_allclose(scaled / scaled.sum(-1, keepdims=True),
+                               base / base.sum(-1, keepdims=True), atol=1e-6)
+
+
 def test_compacted_map_matches_full_batch():
     def fn(x, y):
         return {"sum": jnp.sum(x, -1) + y, "x2": 2.0 * x}

@@ -139,17 +139,21 @@ def _cell_best_probability(mass: Array, middle: Array) -> Array:
       and an exp per entry for ``exp(S_c - log middle_a)``. ``S_c`` is shifted by its
       maximum over cells before the exp, so nothing can overflow, and the cells that
       matter (where the maximum's CDF ``prod_b middle_b`` is not negligible) do not
-      underflow.
+      underflow. Scaling one arm's ``mass`` and ``middle`` by the same positive factor
+      changes only the common factor (the ratio is unchanged, ``S_c`` shifts by a
+      constant), so unnormalized per-arm masses may be passed.
+
+    Written for XLA:CPU: ``log(0) = -inf`` marks zero cells (no separate ``all``
+    reduction) and the cell sum is a contraction; on ``[64, 122, 22]`` this form with
+    the caller's fusion was ~20% faster than masks plus a broadcast product and sum.
     """
-    positive = middle > 0.0
-    safe_middle = jnp.where(positive, middle, 1.0)
-    ratio = jnp.where(positive, mass / safe_middle, 0.0)  # in [0, 2]
-    total_log = jnp.sum(jnp.log(safe_middle), axis=-2)  # [..., C]
-    total_log = jnp.where(jnp.all(positive, axis=-2), total_log, -jnp.inf)
+    # log(0) = -inf: a zero CDF makes the cell's log-sum -inf (never NaN: no +inf).
+    total_log = jnp.sum(jnp.log(middle), axis=-2)  # [..., C]
+    ratio = mass / jnp.where(middle > 0.0, middle, 1.0)  # in [0, 2]; 0 where middle = 0
     peak = jnp.max(total_log, axis=-1, keepdims=True)
     peak = jnp.where(jnp.isfinite(peak), peak, 0.0)
     weight = jnp.exp(total_log - peak)  # [..., C], 0 where some CDF is 0
-    return jnp.sum(ratio * weight[..., None, :], axis=-1)
+    return jnp.einsum("...ac,...c->...a", ratio, weight, precision=jax.lax.Precision.HIGHEST)
 
 
 def _fast_best_arm_probability(
@@ -170,8 +174,9 @@ def _fast_best_arm_probability(
        scale) towards flat or far-away arms.
     2. Per arm, ``G + 1`` cell masses: ``G - 1`` finite cells by the midpoint rule
        (log-density at the midpoint plus log width) and two half-line tail cells with
-       an exponential tail (``f(edge) / |d log f / dz|``), normalized per arm with a
-       logsumexp: no gammaln, no betainc. CDFs by prefix sum (``_prefix_sum``).
+       an exponential tail (``f(edge) / |d log f / dz|``), scaled per arm by their
+       maximum (the midpoint rule needs no normalization: its cell products do not
+       depend on an arm's scale): no gammaln, no betainc. CDFs by prefix sum (a matmul).
     3. Within a cell each arm is taken as uniform, so P(a best in the cell) is
        ``m_a int_0^1 prod_{b != a} (L_b + m_b t) dt`` (``L`` = CDF at the cell's lower
        edge); summed over arms this is exactly ``prod U - prod L``, so the model
@@ -199,6 +204,8 @@ def _fast_best_arm_probability(
     """
     if grid_size < 2:
         raise ValueError(f"grid_size must be >= 2, got {grid_size}")
+    if rule not in ("midpoint", "simpson"):
+        raise ValueError(f"unknown within-cell rule {rule!r}")
     alpha, beta = _score_beta(concentrations)
     alpha = jnp.maximum(alpha, 1e-6)
     beta = jnp.maximum(beta, 1e-6)
@@ -241,7 +248,19 @@ def _fast_best_arm_probability(
         jnp.maximum(-slope[..., 1:], _FAST_MIN_TAIL_SLOPE))
     inside = log_density[..., 1:-1] + jnp.log(widths)[..., None, :]
     log_mass = jnp.concatenate([lower_tail, inside, upper_tail], axis=-1)  # [..., A, G + 1]
+    # Materialized once: otherwise XLA:CPU computes the log-densities twice (for the
+    # maximum and for the exp).
+    log_mass = jax.lax.optimization_barrier(log_mass)
     mass = jnp.exp(log_mass - jnp.max(log_mass, axis=-1, keepdims=True))
+    if rule == "midpoint":
+        # Masses left unnormalized per arm (``_cell_best_probability`` does not depend
+        # on an arm's scale) and the CDFs at the cell midpoints, ``prefix - mass / 2``,
+        # in one matmul; illegal arms' masses need no mask (their result is dropped).
+        size = mass.shape[-1]
+        half_open = jnp.triu(jnp.ones((size, size), mass.dtype)) - 0.5 * jnp.eye(size)
+        middle = jnp.matmul(mass, half_open, precision=jax.lax.Precision.HIGHEST)
+        middle = jnp.where(valid[..., None], middle, 1.0)
+        return _normalize_legal(_cell_best_probability(mass, middle), valid)
     mass = mass / jnp.sum(mass, axis=-1, keepdims=True)
     mass = jnp.where(valid[..., None], mass, 0.0)
     upper = jnp.minimum(_prefix_sum(mass), 1.0)
@@ -250,16 +269,16 @@ def _fast_best_arm_probability(
     upper = jnp.where(valid[..., None], upper, 1.0)
     lower = jnp.where(valid[..., None], jnp.maximum(lower, 0.0), 1.0)
     middle = jnp.where(valid[..., None], lower + 0.5 * mass, 1.0)
-    if rule == "midpoint":
-        probability = _cell_best_probability(mass, middle)
-    elif rule == "simpson":
-        edge_cdf = jnp.concatenate([lower[..., :1], upper], axis=-1)  # [..., A, G + 2]
-        edge_product = _others_product(edge_cdf)
-        weight = (edge_product[..., :-1] + 4.0 * _others_product(middle)
-                  + edge_product[..., 1:]) / 6.0
-        probability = jnp.sum(mass * weight, axis=-1)
-    else:
-        raise ValueError(f"unknown within-cell rule {rule!r}")
+    # Simpson's rule.
+    edge_cdf = jnp.concatenate([lower[..., :1], upper], axis=-1)  # [..., A, G + 2]
+    edge_product = _others_product(edge_cdf)
+    weight = (edge_product[..., :-1] + 4.0 * _others_product(middle)
+              + edge_product[..., 1:]) / 6.0
+    return _normalize_legal(jnp.sum(mass * weight, axis=-1), valid)
+
+
+def _normalize_legal(probability: Array, valid: Array) -> Array:
+    """``probability [..., A]`` zeroed for illegal arms and normalized (all 0 if none)."""
     probability = jnp.where(valid, probability, 0.0)
     normalizer = jnp.sum(probability, axis=-1, keepdims=True)
     return jnp.where(normalizer > 0, probability / jnp.where(normalizer > 0, normalizer, 1.0), 0.0)
