@@ -34,7 +34,7 @@ from typing import Any
 import jax
 
 from curiosity_search.eval.arena import run_match
-from curiosity_search.eval.players import GameSpec, JaxPlayer, parse_player
+from curiosity_search.eval.players import GameSpec, JaxPlayer, checkpoint_player, parse_player
 
 REFERENCES_ROOT = Path(__file__).resolve().parent.parent / "references"
 REFERENCE_FILENAME = "reference.json"
@@ -61,8 +61,6 @@ def reference_player(
 
     Raises ``FileNotFoundError`` naming the command that builds it when it is missing.
     """
-    from curiosity_search import load_agent
-
     path = reference_dir(game, root)
     info_path = path / REFERENCE_FILENAME
     if not info_path.is_file():
@@ -72,8 +70,7 @@ def reference_player(
         )
     info = json.loads(info_path.read_text())
     sims = int(info["simulations"] if num_simulations is None else num_simulations)
-    agent = load_agent(path, num_simulations=sims)
-    return JaxPlayer(f"reference:{reference_name(game)}@{sims}", agent.act_fn(sims), agent.params)
+    return checkpoint_player(path, sims, label=f"reference:{reference_name(game)}@{sims}")
 
 
 def assess_reference(
@@ -102,11 +99,11 @@ def assess_reference(
       its score as first and as second player.
     """
     env = agent.env
-    player = JaxPlayer(f"reference@{simulations}", agent.act_fn(simulations), agent.params)
+    player = checkpoint_player("", simulations, agent=agent, label=f"reference@{simulations}")
     specs = list(opponents) if opponents is not None else _default_opponents(game)
     rivals = [(spec, parse_player(spec, game, env)) for spec in specs]
     rivals.append(("raw policy (same network, 0 simulations)",
-                   JaxPlayer("raw", agent.act_fn(0), agent.params)))
+                   checkpoint_player("", 0, agent=agent, label="raw")))
     out: dict[str, Any] = {"matches": []}
     key = jax.random.key(seed)
     for index, (spec, rival) in enumerate(rivals):
@@ -183,14 +180,14 @@ def build_reference(
     """Trains (or resumes), freezes and assesses a reference; returns ``reference.json``."""
     from curiosity_search import load_agent
     from curiosity_search.config import load_config
-    from curiosity_search.eval.evaluation import game_spec
-    from curiosity_search.train.agent import freeze_agent
+    from curiosity_search.eval.evaluation import game_spec, run_labels
+    from curiosity_search.train.agent import freeze_agent, write_atomically
     from curiosity_search.train.metrics_log import METRICS_FILENAME, read_rows
     from curiosity_search.train.run import train
 
     cfg = load_config(config_path, overrides)
     workdir = Path(workdir or Path("runs") / cfg.name)
-    rows = read_rows(workdir / METRICS_FILENAME) if (workdir / METRICS_FILENAME).exists() else []
+    rows = read_rows(workdir / METRICS_FILENAME)  # [] when there is no run yet
     last = rows[-1] if rows else {}
     if int(last.get("iteration", 0)) < cfg.train.iterations:
         print(f"training {cfg.name} in {workdir}", flush=True)
@@ -208,12 +205,11 @@ def build_reference(
     freeze_agent(agent, out_dir, source=str(workdir))
     start = time.perf_counter()
     quality = assess_reference(agent, game, sims, games=games, seed=seed)
-    net = agent.config.network
     info = {
         "name": reference_name(game),
         "game": {"name": game.name, **dict(game.kwargs)},
         "algorithm": agent.config.algorithm,
-        "network": f"{net.trunk}{net.blocks}x{net.width}",
+        "network": run_labels(agent.config, workdir)["network"],
         "simulations": sims,
         "iterations": agent.iteration,
         "training_wall_time_s": float(last.get("wall_time_s", float("nan"))),
@@ -224,16 +220,16 @@ def build_reference(
         "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "quality": quality,
     }
-    tmp = out_dir / (REFERENCE_FILENAME + ".tmp")
-    tmp.write_text(json.dumps(info, indent=2) + "\n")
-    os.replace(tmp, out_dir / REFERENCE_FILENAME)
+    write_atomically(out_dir / REFERENCE_FILENAME, (json.dumps(info, indent=2) + "\n").encode())
+    print(describe(info))
+    print(f"frozen reference written to {out_dir}")
     return info
 
 
 def reference_main(args: argparse.Namespace) -> int:
     """``curiosity-search reference --config FILE [--workdir] [--out] [--simulations]``."""
     try:
-        info = build_reference(
+        build_reference(
             args.config,
             overrides=args.set or (),
             workdir=args.workdir,
@@ -245,9 +241,4 @@ def reference_main(args: argparse.Namespace) -> int:
     except (FileNotFoundError, RuntimeError) as error:
         print(f"error: reference: {error}", file=sys.stderr)
         return 1
-    print(describe(info))
-    out_dir = args.out or reference_dir(GameSpec(info["game"]["name"],
-                                                 {k: v for k, v in info["game"].items()
-                                                  if k != "name"}))
-    print(f"frozen reference written to {out_dir}")
     return 0

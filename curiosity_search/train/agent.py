@@ -185,14 +185,15 @@ def freeze_agent(agent: Agent, out_dir: str | os.PathLike[str], **meta: Any) -> 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     params = jax.device_get(agent.params)
-    _atomic_write(out_dir / FROZEN_PARAMS_FILENAME, flax.serialization.to_bytes(params))
+    write_atomically(out_dir / FROZEN_PARAMS_FILENAME, flax.serialization.to_bytes(params))
     save_config(agent.config, out_dir / CONFIG_FILENAME)
     info = {"iteration": agent.iteration, **meta}
-    _atomic_write(out_dir / FROZEN_META_FILENAME, (json.dumps(info, indent=2) + "\n").encode())
+    write_atomically(out_dir / FROZEN_META_FILENAME, (json.dumps(info, indent=2) + "\n").encode())
     return out_dir
 
 
-def _atomic_write(path: Path, data: bytes) -> None:
+def write_atomically(path: Path, data: bytes) -> None:
+    """Writes ``data`` to ``path`` through a temporary file and a rename."""
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_bytes(data)
     os.replace(tmp, path)
