@@ -22,10 +22,12 @@ from typing import Any
 
 import numpy as np
 
+from curiosity_search.eval.learning_curves import RATE_KEYS, optimal_move_rows
 from curiosity_search.eval.plot_common import _log_x, _number, _sort_key, _write_csv, _x_key
 
 _SEED_SUFFIX = re.compile(r"-seed\d+$")
-RATES = (("search_optimal_move_rate", "-", "search"), ("raw_optimal_move_rate", "--", "raw"))
+# (column of ``optimal_move_rows``, line style, label) per rate in ``RATE_KEYS``
+RATES = tuple((key.split("/")[-1], style, label) for key, (label, style) in RATE_KEYS.items())
 
 
 def variant_name(run: str) -> str:
@@ -41,18 +43,13 @@ def with_variants(rows: Sequence[dict]) -> list[dict]:
 def optimal_move_curves(metric_rows: Sequence[dict]) -> list[dict]:
     """Seed-mean optimal-move rates per (variant, board size, iteration)."""
     groups: dict[tuple, list[dict]] = defaultdict(list)
-    for row in with_variants(metric_rows):
-        if any(np.isfinite(_number(row.get(f"eval/{key}"))) for key, _, _ in RATES):
-            groups[(row["variant"], str(row.get("board_size", "")),
-                    int(_number(row["iteration"])))].append(row)
+    for row in with_variants(optimal_move_rows(metric_rows)):
+        groups[(row["variant"], str(row["board_size"]), int(row["iteration"]))].append(row)
     out = []
     for (variant, board, iteration), rows in sorted(groups.items()):
         entry = {"variant": variant, "board_size": board, "iteration": iteration, "runs": len(rows)}
-        for x in ("train_flops", "wall_time_s"):
-            entry[x] = float(np.mean([_number(r.get(x)) for r in rows]))
-        for key, _, _ in RATES:
-            values = [_number(r.get(f"eval/{key}")) for r in rows]
-            entry[key] = float(np.mean(values)) if values else float("nan")
+        for key in ("train_flops", "wall_time_s", *(name for name, _, _ in RATES)):
+            entry[key] = float(np.mean([_number(r.get(key)) for r in rows]))
         out.append(entry)
     return out
 
