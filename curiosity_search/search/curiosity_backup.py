@@ -76,6 +76,7 @@ def _level(
         searched = beliefs.flip_perspective(searched)
     child_beliefs = jnp.where(expanded[..., None], searched, extras.action_beliefs[batch, parent])
     invalid = extras.invalid[batch, parent]  # [B, A]
+
     def pbest(concentrations, invalid):
         weights = beliefs.best_arm_probability(concentrations, invalid, grid_size, pbest_method)
         return weights, beliefs.cumulative_probability(weights)

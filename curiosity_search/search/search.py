@@ -268,8 +268,6 @@ def _descend(
     return jax.vmap(one, in_axes=(None if rng_keys is None else 0, 0))(rng_keys, tree)
 
 
-
-
 def _select_at_unready(
     tree: Tree,
     descent: _DescentState,
