@@ -1,10 +1,19 @@
 """The search kernel: one generic batched MCTS loop, strategies plugged in as functions.
 
-Files (one concept each): ``tree`` (the preallocated ``[B, N, ...]`` Tree), ``search``
-(the loop: simulate, expand, backup), ``action_selection`` (PUCT MuZero/AlphaGo,
-UCT-P-NN, Gumbel root/interior), ``qtransforms``, ``seq_halving``, ``policies``
-(``puct_policy``, ``gumbel_policy``, ``exit_policy``), ``reference`` (slow numpy search
-for tests), ``stubs`` (models with known answers), ``bench``.
+Files (one concept each):
+
+- the kernel: ``tree`` (the preallocated ``[B, N, ...]`` Tree), ``search`` (the loop:
+  simulate, expand, backup), ``descent`` (simulate: root to the edge to expand),
+  ``base`` (model outputs and hook signatures);
+- the rules: ``action_selection`` (PUCT MuZero/AlphaGo, UCT-P-NN, Gumbel
+  root/interior), ``qtransforms``, ``seq_halving``, ``policies`` (``puct_policy``,
+  ``gumbel_policy``, ``exit_policy``);
+- curiosity: ``curiosity`` (``curiosity_policy``, selection, node extras),
+  ``curiosity_backup`` (level-wise belief backups), ``beliefs`` (belief algebra and
+  sampling), ``best_arm`` (P(a is best) on a shared grid), ``score_cdf`` (per-arm score
+  CDFs), ``compaction`` (batched work on the active rows only);
+- checks and tools: ``reference`` / ``curiosity_reference`` (slow plain-Python searches
+  for tests), ``stubs`` (models with known answers), ``rollouts``, ``bench``.
 
 How a strategy plugs into ``search.search`` (nothing in the kernel changes):
 
