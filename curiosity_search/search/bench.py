@@ -190,7 +190,7 @@ def make_hex_belief_model(hidden: int = 64, seed: int = 0):
     return params, root_fn, recurrent_fn
 
 
-def _interleaved_min_seconds(runs: dict[str, Callable[[], Any]], repeats: int) -> dict[str, float]:
+def interleaved_min_seconds(runs: dict[str, Callable[[], Any]], repeats: int) -> dict[str, float]:
     """Compiles and warms every run, then times them in interleaved rounds; keeps the
     fastest round of each (robust to other processes sharing the CPU)."""
     for run in runs.values():
@@ -264,7 +264,7 @@ def bench_search(
                 runs[name] = functools.partial(
                     run, params, jax.random.PRNGKey(2), root, invalid
                 )
-            seconds = _interleaved_min_seconds(runs, repeats)
+            seconds = interleaved_min_seconds(runs, repeats)
             measured: dict[str, dict[str, Any]] = {}
             for name in names:
                 outputs[name] = runs[name]()
