@@ -10,6 +10,7 @@ from typing import Any
 
 import yaml
 
+from curiosity_search.atomic_io import write_text_atomically
 from curiosity_search.config.bundles import check_consistency, resolve_algorithm_defaults
 from curiosity_search.config.fields import ConfigError, build, to_dict
 from curiosity_search.config.schema import Config
@@ -139,7 +140,4 @@ def save_config(cfg: Config, path: str | os.PathLike[str]) -> Path:
     """Writes the resolved config as YAML (``load_config`` reads it back equal)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text("# resolved curiosity_search config\n" + dump_config(cfg))
-    os.replace(tmp, path)
-    return path
+    return write_text_atomically(path, "# resolved curiosity_search config\n" + dump_config(cfg))

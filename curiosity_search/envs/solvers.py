@@ -25,7 +25,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
-import tempfile
 from pathlib import Path
 
 import jax
@@ -33,6 +32,7 @@ import jax.numpy as jnp
 import numpy as np
 import pgx
 
+from curiosity_search.atomic_io import atomic_path
 from curiosity_search.envs import retrograde
 from curiosity_search.envs.hex import Hex
 from curiosity_search.envs.sampling import sample_random_positions
@@ -212,9 +212,8 @@ def _load_or_solve(name: str, size: int, cache_dir: Path) -> np.ndarray:
     values = retrograde.solve_table(num_cells, has_won)
     try:
         cache_dir.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=cache_dir, suffix=".tmp", delete=False) as tmp:
-            np.save(tmp, values)
-        os.replace(tmp.name, path)  # atomic: readers never see a partial file
+        with atomic_path(path) as tmp, tmp.open("wb") as file:  # readers never see half a file
+            np.save(file, values)
     except OSError:
         pass  # a read-only cache only costs a re-solve next time
     return values

@@ -29,6 +29,7 @@ from typing import Any
 
 import jax
 
+from curiosity_search.atomic_io import atomic_path
 from curiosity_search.eval.arena import append_csv, run_match
 from curiosity_search.eval.players import ApplyFn, GameSpec, JaxPlayer, parse_player
 
@@ -254,11 +255,7 @@ def evaluate_run(
         close = getattr(opponent, "close", None)
         if close is not None:
             close()
-    path = run_dir / EVAL_FILENAME
-    tmp = path.with_suffix(".csv.tmp")
-    if tmp.exists():
-        tmp.unlink()
-    append_csv(tmp, rows)
     if rows:
-        os.replace(tmp, path)
+        with atomic_path(run_dir / EVAL_FILENAME) as tmp:
+            append_csv(tmp, rows)
     return rows

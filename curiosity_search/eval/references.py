@@ -33,6 +33,7 @@ from typing import Any
 
 import jax
 
+from curiosity_search.atomic_io import write_text_atomically
 from curiosity_search.eval.arena import run_match
 from curiosity_search.eval.players import GameSpec, JaxPlayer, checkpoint_player, parse_player
 
@@ -181,7 +182,7 @@ def build_reference(
     from curiosity_search import load_agent
     from curiosity_search.config import load_config
     from curiosity_search.eval.evaluation import game_spec, run_labels
-    from curiosity_search.train.agent import freeze_agent, write_atomically
+    from curiosity_search.train.agent import freeze_agent
     from curiosity_search.train.metrics_log import METRICS_FILENAME, read_rows
     from curiosity_search.train.run import train
 
@@ -220,7 +221,7 @@ def build_reference(
         "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "quality": quality,
     }
-    write_atomically(out_dir / REFERENCE_FILENAME, (json.dumps(info, indent=2) + "\n").encode())
+    write_text_atomically(out_dir / REFERENCE_FILENAME, json.dumps(info, indent=2) + "\n")
     print(describe(info))
     print(f"frozen reference written to {out_dir}")
     return info

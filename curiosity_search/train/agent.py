@@ -23,6 +23,7 @@ from typing import Any
 
 import jax
 
+from curiosity_search.atomic_io import write_bytes_atomically, write_text_atomically
 from curiosity_search.train.checkpoint import (
     CHECKPOINT_DIRNAME,
     CheckpointError,
@@ -185,18 +186,11 @@ def freeze_agent(agent: Agent, out_dir: str | os.PathLike[str], **meta: Any) -> 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     params = jax.device_get(agent.params)
-    write_atomically(out_dir / FROZEN_PARAMS_FILENAME, flax.serialization.to_bytes(params))
+    write_bytes_atomically(out_dir / FROZEN_PARAMS_FILENAME, flax.serialization.to_bytes(params))
     save_config(agent.config, out_dir / CONFIG_FILENAME)
     info = {"iteration": agent.iteration, **meta}
-    write_atomically(out_dir / FROZEN_META_FILENAME, (json.dumps(info, indent=2) + "\n").encode())
+    write_text_atomically(out_dir / FROZEN_META_FILENAME, json.dumps(info, indent=2) + "\n")
     return out_dir
-
-
-def write_atomically(path: Path, data: bytes) -> None:
-    """Writes ``data`` to ``path`` through a temporary file and a rename."""
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
 
 
 def _load_frozen(

@@ -26,6 +26,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from curiosity_search.atomic_io import write_text_atomically
+
 METRICS_FILENAME = "metrics.jsonl"
 TENSORBOARD_DIRNAME = "tensorboard"
 
@@ -66,13 +68,7 @@ def truncate_rows(path: str | os.PathLike[str], last_iteration: int) -> int:
         return 0
     rows = read_rows(path)
     kept = [row for row in rows if int(row.get("iteration", 0)) <= last_iteration]
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    with tmp.open("w") as file:
-        for row in kept:
-            file.write(json.dumps(row) + "\n")
-        file.flush()
-        os.fsync(file.fileno())
-    os.replace(tmp, path)
+    write_text_atomically(path, "".join(json.dumps(row) + "\n" for row in kept), fsync=True)
     return len(rows) - len(kept)
 
 
