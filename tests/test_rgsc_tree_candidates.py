@@ -26,15 +26,14 @@ from curiosity_search.train import replay as replay_lib
 from curiosity_search.train.restarts import RegretGuided, make_search_control
 from curiosity_search.train.search_fns import (
     SearchResult,
-    TreeCandidate,
     make_policy,
     make_recurrent_fn,
     make_search,
     root_from_output,
-    tree_candidate,
 )
 from curiosity_search.train.selfplay import SelfPlay
 from curiosity_search.train.targets import record_positions
+from curiosity_search.train.tree_candidates import TreeCandidate, tree_candidate
 
 NUM_SIMULATIONS = 8
 SEARCH_CFG = types.SimpleNamespace(

@@ -8,7 +8,7 @@ soon as the iteration ends, so a killed run loses nothing it had finished. Keys:
   compilation included; evaluation and checkpointing excluded), summed over sessions;
   ``iteration_time_s`` and ``positions_per_s`` for this iteration alone;
 - ``positions``: self-play positions generated so far; ``train_flops``: the estimated
-  network FLOPs so far (``run.ComputeModel``);
+  network FLOPs so far (``run_accounting.ComputeModel``);
 - every scalar metric the trainer returns (``loss``, ``policy_loss``, ``grad_norm``...);
 - ``eval/...`` on evaluation iterations (``solver_eval``).
  Non-finite floats are written as

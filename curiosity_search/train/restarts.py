@@ -23,10 +23,10 @@ Strategies (``search_control.kind``):
   trajectory (the searched roots, regret computed when the game ends) and, with
   ``search_control.tree_candidates``, from the search trees' nodes: after every move's
   search, each fresh game's top-ranked non-root, non-terminal expanded node
-  (``search_fns.TreeCandidate``) contends with position -1 and its regret-value head
+  (``tree_candidates.TreeCandidate``) contends with position -1 and its regret-value head
   estimate as its regret. The ranking logits and estimates of tree nodes come from
   the network calls that expanded them (no extra network pass, except for the
-  curiosity rule: see ``search_fns``).
+  curiosity rule: see ``tree_candidates``).
 """
 
 from __future__ import annotations

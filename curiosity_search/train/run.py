@@ -37,7 +37,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import math
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -45,7 +44,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import jax
-from jax.sharding import Mesh, NamedSharding, PartitionSpec
+from jax.sharding import NamedSharding, PartitionSpec
 
 from curiosity_search.train.checkpoint import (
     CheckpointError,
@@ -54,6 +53,13 @@ from curiosity_search.train.checkpoint import (
     checkpoint_dir,
 )
 from curiosity_search.train.metrics_log import METRICS_FILENAME, MetricsLog, truncate_rows
+from curiosity_search.train.run_accounting import (
+    TIMING_KEYS,
+    ComputeModel,
+    first_nonfinite,
+    make_compute_model,
+    progress_postfix,
+)
 from curiosity_search.train.run_dir import (
     CONFIG_FILENAME,
     RESUMABLE_KEYS,
@@ -61,14 +67,12 @@ from curiosity_search.train.run_dir import (
     config_dict,
     prepare_workdir,
 )
-from curiosity_search.train.sharding import make_mesh, state_shardings
+from curiosity_search.train.sharding import local_copy, make_mesh, placement
 from curiosity_search.train.solver_eval import SolverEvaluation, make_solver_evaluation
 
 EVALUATION_FILENAME = "evaluation.json"
 # Fold-in index of the init key stream (iterations use 0, 1, 2, ...).
 INIT_STREAM = 2**31 - 1
-# Row keys that measure time: the only ones that differ between identical runs.
-TIMING_KEYS = ("wall_time_s", "iteration_time_s", "positions_per_s")
 
 Status = Literal["completed", "time_limit", "nonfinite"]
 
@@ -106,30 +110,6 @@ class RunResult:
 
 
 # ----------------------------------------------------------------------------- helpers
-def first_nonfinite(metrics: Mapping[str, Any]) -> tuple[str, float] | None:
-    """The first watched metric that is NaN or inf, if any.
-
-    Watched: every metric whose name contains ``loss`` and the gradient norm
-    (``grad_norm``), which turns non-finite as soon as the parameters are poisoned.
-    """
-    for key in sorted(metrics):
-        if "loss" not in key and not key.endswith("grad_norm"):
-            continue
-        value = float(metrics[key])
-        if not math.isfinite(value):
-            return key, value
-    return None
-
-
-def _loss_value(metrics: Mapping[str, Any]) -> float | None:
-    if "loss" in metrics:
-        return float(metrics["loss"])
-    for key in sorted(metrics):
-        if "loss" in key:
-            return float(metrics[key])
-    return None
-
-
 def _scalars(metrics: Mapping[str, Any]) -> dict[str, Any]:
     """Host copies of every scalar metric (non-scalars are dropped)."""
     host = jax.device_get(local_copy(dict(metrics)))
@@ -140,104 +120,12 @@ def _scalars(metrics: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-# ----------------------------------------------------------------------------- devices
-def placement(abstract_state: Any, mesh: Mesh) -> Any:
-    """``NamedSharding``s for a state of the shape of ``abstract_state`` on ``mesh``.
-
-    A ``TrainState`` is split as ``sharding.state_shardings`` says; any other state
-    (a custom trainer's) is replicated.
-
-    Raises:
-      ConfigError: the game batch or replay capacity does not split across the devices.
-    """
-    from curiosity_search.train.state import TrainState
-
-    if isinstance(abstract_state, TrainState):
-        try:
-            return state_shardings(abstract_state, mesh)
-        except ValueError as error:
-            from curiosity_search.config import ConfigError
-
-            raise ConfigError(
-                f"cannot split the run over {mesh.devices.size} devices: {error}"
-            ) from error
-    replicated = NamedSharding(mesh, PartitionSpec())
-    return jax.tree.map(lambda _: replicated, abstract_state)
-
-
-def local_copy(tree: Any) -> Any:
-    """Copies of fully replicated arrays on this process's first local device.
-
-    Metrics and parameters come back from the mesh replicated; host reads, FLOP
-    accounting and evaluation use this process's copy (no collective needed).
-    """
-    device = jax.local_devices()[0]
-
-    def one(x: Any) -> Any:
-        if not isinstance(x, jax.Array) or x.sharding.device_set == {device}:
-            return x
-        if not x.is_fully_replicated:
-            raise ValueError(f"expected a replicated array, got sharding {x.sharding}")
-        return jax.device_put(x.addressable_shards[0].data, device)
-
-    return jax.tree.map(one, tree)
-
-
 def _sync(name: str) -> None:
     """A barrier across the processes of a multi-host run (no-op with one process)."""
     if jax.process_count() > 1:
         from orbax.checkpoint import multihost
 
         multihost.sync_global_processes(f"curiosity_search_{name}")
-
-
-# ----------------------------------------------------------------------------- compute
-@dataclasses.dataclass(frozen=True)
-class ComputeModel:
-    """Per-iteration cost estimate from the config and one forward pass's FLOPs.
-
-    Self-play: ``batch * moves * (simulations + 1)`` network evaluations (one at the
-    root, one per simulation). Updates: ``updates * batch * 3`` forward passes
-    (forward + backward ~ 3x forward). A trainer metric ``selfplay/positions`` or
-    ``selfplay/network_evaluations``, when present, replaces the config estimate.
-    """
-
-    forward_flops: float
-    positions: float
-    network_evaluations: float
-    update_forwards: float
-
-    def iteration(self, metrics: Mapping[str, Any]) -> tuple[float, float]:
-        """Returns ``(positions, flops)`` for one iteration with these metrics."""
-        positions = float(metrics.get("selfplay/positions", self.positions))
-        evaluations = float(metrics.get("selfplay/network_evaluations", self.network_evaluations))
-        return positions, (evaluations + self.update_forwards) * self.forward_flops
-
-
-def make_compute_model(cfg: Any, trainer: Any, params: Any) -> ComputeModel:
-    """Measures one forward pass (``nets.flops.forward_flops``) and builds the model.
-
-    If the FLOP count cannot be measured (no cost analysis on this backend, a
-    network that is not a flax module) FLOPs are reported as NaN and training goes on.
-    """
-    games = cfg.selfplay.batch_size * cfg.selfplay.moves_per_iteration
-    simulations = cfg.search.num_simulations or 0
-    try:
-        from curiosity_search.nets.flops import forward_flops
-
-        env = trainer.env
-        example = jax.jit(env.init)(jax.random.key(0)).observation[None]
-        flops = forward_flops(trainer.network, params, example)
-    except Exception as error:  # noqa: BLE001 - accounting must never stop training
-        print(f"warning: FLOP accounting disabled ({type(error).__name__}: {error})",
-              file=sys.stderr)
-        flops = float("nan")
-    return ComputeModel(
-        forward_flops=flops,
-        positions=float(games),
-        network_evaluations=float(games * (simulations + 1)),
-        update_forwards=3.0 * cfg.train.updates_per_iteration * cfg.train.batch_size,
-    )
 
 
 # ----------------------------------------------------------------------------- loop
@@ -375,7 +263,7 @@ def _loop(
             log.write(row)
             if done or counters.iteration % cfg.checkpoint.every == 0:
                 store.save(state, counters)
-            log.progress(counters.iteration, _postfix(row, latest_eval))
+            log.progress(counters.iteration, progress_postfix(row, latest_eval))
     if status != "nonfinite":
         if status == "time_limit":
             message = (f"time limit {limit:g}s reached after {counters.iteration} "
@@ -400,19 +288,6 @@ def _loop(
         evaluation=latest_eval,
         message=message,
     )
-
-
-def _postfix(row: Mapping[str, Any], latest_eval: Mapping[str, Any]) -> dict[str, str]:
-    postfix = {}
-    if row.get("positions_per_s") is not None:
-        postfix["pos/s"] = f"{row['positions_per_s']:.0f}"
-    loss = _loss_value(row)
-    if loss is not None:
-        postfix["loss"] = f"{loss:.4g}"
-    for key, value in latest_eval.items():
-        if key.endswith("optimal_move_rate") and value is not None:
-            postfix[key.split("/")[-1].replace("_optimal_move_rate", "")] = f"{value:.1%}"
-    return postfix
 
 
 # ----------------------------------------------------------------------------- CLI

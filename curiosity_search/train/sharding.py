@@ -10,7 +10,8 @@ from the iteration key by splitting by game index or drawing for the whole globa
 batch, and jax's threefry values are fixed by the key and shape, not the layout.
 
 Multi-host: call ``jax.distributed.initialize()`` before ``make_mesh()``; ``jax.devices()``
-then lists every host's devices.
+then lists every host's devices. Arrays that come back replicated (metrics, parameters)
+are read on this process's first local device through ``local_copy``.
 """
 
 from __future__ import annotations
@@ -75,6 +76,46 @@ def state_shardings(state: TrainState, mesh: Mesh) -> TrainState:
             buffer=everywhere(state.control.buffer), games=along_data(state.control.games)
         ),
     )
+
+
+def placement(abstract_state: Any, mesh: Mesh) -> Any:
+    """``NamedSharding``s for a state of the shape of ``abstract_state`` on ``mesh``.
+
+    A ``TrainState`` is split as ``state_shardings`` says; any other state (a custom
+    trainer's) is replicated.
+
+    Raises:
+      ConfigError: the game batch or replay capacity does not split across the devices.
+    """
+    if isinstance(abstract_state, TrainState):
+        try:
+            return state_shardings(abstract_state, mesh)
+        except ValueError as error:
+            from curiosity_search.config import ConfigError
+
+            raise ConfigError(
+                f"cannot split the run over {mesh.devices.size} devices: {error}"
+            ) from error
+    replicated = NamedSharding(mesh, PartitionSpec())
+    return jax.tree.map(lambda _: replicated, abstract_state)
+
+
+def local_copy(tree: Any) -> Any:
+    """Copies of fully replicated arrays on this process's first local device.
+
+    Metrics and parameters come back from the mesh replicated; host reads, FLOP
+    accounting and evaluation use this process's copy (no collective needed).
+    """
+    device = jax.local_devices()[0]
+
+    def one(x: Any) -> Any:
+        if not isinstance(x, jax.Array) or x.sharding.device_set == {device}:
+            return x
+        if not x.is_fully_replicated:
+            raise ValueError(f"expected a replicated array, got sharding {x.sharding}")
+        return jax.device_put(x.addressable_shards[0].data, device)
+
+    return jax.tree.map(one, tree)
 
 
 def shard_state(state: TrainState, mesh: Mesh) -> TrainState:
