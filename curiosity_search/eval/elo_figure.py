@@ -18,7 +18,13 @@ import numpy as np
 
 from curiosity_search.eval.elo import PairResult, fit_elo
 from curiosity_search.eval.frontier import fit_frontier
-from curiosity_search.eval.plot_common import _log_x, _number, _sort_key, _write_csv, _x_key
+from curiosity_search.eval.plot_common import (
+    log_x_axis,
+    number,
+    numeric_sort_key,
+    write_csv,
+    x_axis,
+)
 
 
 def _fit_role(table: Sequence[dict]) -> str:
@@ -32,7 +38,7 @@ def elo_table(eval_rows: Sequence[dict]) -> tuple[list[dict], list[dict]]:
     for row in eval_rows:
         by_board[str(row.get("board_size", ""))].append(row)
     table, fits = [], []
-    for board, rows in sorted(by_board.items(), key=lambda kv: _sort_key(kv[0])):
+    for board, rows in sorted(by_board.items(), key=lambda kv: numeric_sort_key(kv[0])):
         references = [r["player_b"] for r in rows if str(r.get("reference")) in ("1", "True")]
         opponents = {r["player_b"] for r in rows}
         anchor = "solver" if "solver" in opponents else max(set(references), key=references.count)
@@ -40,8 +46,8 @@ def elo_table(eval_rows: Sequence[dict]) -> tuple[list[dict], list[dict]]:
             PairResult(
                 r["player_a"],
                 r["player_b"],
-                _number(r["wins"]) + 0.5 * _number(r["draws"]),
-                int(_number(r["games"])),
+                number(r["wins"]) + 0.5 * number(r["draws"]),
+                int(number(r["games"])),
             )
             for r in rows
         ]
@@ -60,14 +66,14 @@ def elo_table(eval_rows: Sequence[dict]) -> tuple[list[dict], list[dict]]:
                     "role": r.get("role", ""),
                     "run": r.get("run", ""),
                     "iteration": r.get("iteration", ""),
-                    "train_flops": _number(r.get("train_flops")),
-                    "wall_time_s": _number(r.get("wall_time_s")),
+                    "train_flops": number(r.get("train_flops")),
+                    "wall_time_s": number(r.get("wall_time_s")),
                     "elo": fit.ratings[r["player_a"]],
                     "elo_stderr": fit.stderr[r["player_a"]],
                 }
             )
         mine = [t for t in table if t["board_size"] == board and t["role"] == _fit_role(table)]
-        x_key, _ = _x_key(mine)
+        x_key, _ = x_axis(mine)
         try:
             f = fit_frontier([t[x_key] for t in mine], [t["elo"] for t in mine])
             fits.append(
@@ -90,15 +96,15 @@ def elo_table(eval_rows: Sequence[dict]) -> tuple[list[dict], list[dict]]:
 def elo_figure(plt: Any, eval_rows: Sequence[dict], out: Path) -> None:
     """Elo vs compute with the frontier fit per board size."""
     table, fits = elo_table(eval_rows)
-    x_key, x_label = _x_key(table)
-    boards = sorted({t["board_size"] for t in table}, key=_sort_key)
+    x_key, x_label = x_axis(table)
+    boards = sorted({t["board_size"] for t in table}, key=numeric_sort_key)
     colours = dict(
         zip(boards, plt.cm.plasma(np.linspace(0, 0.85, max(1, len(boards)))), strict=False)
     )
     fig, ax = plt.subplots(figsize=(7.5, 5.0))
     markers = {"gumbel": "o", "curiosity": "s", "alphazero": "^", "exit": "D"}
     for t in table:
-        if t["role"] == _fit_role(table) and _number(t[x_key]) > 0:
+        if t["role"] == _fit_role(table) and number(t[x_key]) > 0:
             ax.errorbar(
                 t[x_key],
                 t["elo"],
@@ -119,7 +125,7 @@ def elo_figure(plt: Any, eval_rows: Sequence[dict], out: Path) -> None:
     for algorithm, marker in markers.items():
         if any(t["algorithm"] == algorithm for t in table):
             ax.plot([], [], marker, color="grey", linestyle="none", label=algorithm)
-    _log_x(ax)
+    log_x_axis(ax)
     ax.axhline(0, color="grey", linestyle=":", linewidth=1)
     ax.set_xlabel(x_label)
     ax.set_ylabel("Elo (0 = reference / perfect play)")
@@ -129,5 +135,5 @@ def elo_figure(plt: Any, eval_rows: Sequence[dict], out: Path) -> None:
     fig.tight_layout()
     fig.savefig(out / "elo_vs_compute.png", dpi=120)
     plt.close(fig)
-    _write_csv(out / "elo_vs_compute.csv", table)
-    _write_csv(out / "frontier_fit.csv", fits or [{"board_size": ""}])
+    write_csv(out / "elo_vs_compute.csv", table)
+    write_csv(out / "frontier_fit.csv", fits or [{"board_size": ""}])

@@ -14,14 +14,16 @@ from typing import Any
 import numpy as np
 
 
-def _number(value: Any) -> float:
+def number(value: Any) -> float:
+    """``value`` as a float; NaN when it is missing or not a number (CSV cells)."""
     try:
         return float(value)
     except (TypeError, ValueError):
         return math.nan
 
 
-def _write_csv(path: Path, rows: Sequence[dict]) -> None:
+def write_csv(path: Path, rows: Sequence[dict]) -> None:
+    """Writes ``rows`` to ``path`` with a header of every key, in first-seen order."""
     keys = list(dict.fromkeys(k for row in rows for k in row))
     with open(path, "w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=keys)
@@ -29,14 +31,15 @@ def _write_csv(path: Path, rows: Sequence[dict]) -> None:
         writer.writerows(rows)
 
 
-def _x_key(rows: Sequence[dict]) -> tuple[str, str]:
-    """Training FLOPs when recorded, else wall time."""
-    if any(_number(r.get("train_flops")) > 0 for r in rows):
+def x_axis(rows: Sequence[dict]) -> tuple[str, str]:
+    """``(column, axis label)`` of the x axis: training FLOPs when recorded, else wall time."""
+    if any(number(r.get("train_flops")) > 0 for r in rows):
         return "train_flops", "training compute (FLOPs)"
     return "wall_time_s", "training wall time (s)"
 
 
-def _wilson(points: float, games: int, z: float = 1.96) -> tuple[float, float]:
+def wilson_interval(points: float, games: int, z: float = 1.96) -> tuple[float, float]:
+    """Wilson score interval of the score ``points / games`` (draws count 1/2); NaNs if no games."""
     if games <= 0:
         return math.nan, math.nan
     p, z2 = points / games, z * z
@@ -45,11 +48,12 @@ def _wilson(points: float, games: int, z: float = 1.96) -> tuple[float, float]:
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
-def _sort_key(value: str) -> tuple:
-    return (0, float(value), "") if _number(value) == _number(value) else (1, 0.0, value)
+def numeric_sort_key(value: str) -> tuple:
+    """Sort key: numeric strings first, by value, then the rest alphabetically."""
+    return (0, float(value), "") if number(value) == number(value) else (1, 0.0, value)
 
 
-def _log_x(ax: Any) -> None:
+def log_x_axis(ax: Any) -> None:
     """Log-scales x when the panel has data (an empty panel says so instead)."""
     if ax.has_data():
         ax.set_xscale("log")
@@ -57,10 +61,22 @@ def _log_x(ax: Any) -> None:
         ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes)
 
 
-def _panels(plt: Any, count: int) -> tuple[Any, np.ndarray]:
+def panel_grid(plt: Any, count: int) -> tuple[Any, np.ndarray]:
+    """A figure with ``count`` axes, at most 3 per row (spare axes hidden); ``(fig, axes)``."""
     cols = min(count, 3)
     rows = max(1, math.ceil(count / cols))
     fig, axes = plt.subplots(rows, cols, figsize=(5.2 * cols, 4.0 * rows), squeeze=False)
     for ax in axes.flat[count:]:
         ax.set_visible(False)
     return fig, axes.flat
+
+
+__all__ = [
+    "log_x_axis",
+    "number",
+    "numeric_sort_key",
+    "panel_grid",
+    "wilson_interval",
+    "write_csv",
+    "x_axis",
+]

@@ -39,13 +39,13 @@ import numpy as np
 from curiosity_search.eval.elo_figure import elo_figure
 from curiosity_search.eval.learning_curves import optimal_move_figure
 from curiosity_search.eval.plot_common import (
-    _log_x,
-    _number,
-    _panels,
-    _sort_key,
-    _wilson,
-    _write_csv,
-    _x_key,
+    log_x_axis,
+    number,
+    numeric_sort_key,
+    panel_grid,
+    wilson_interval,
+    write_csv,
+    x_axis,
 )
 from curiosity_search.eval.variant_plots import (
     optimal_move_curves,
@@ -104,20 +104,20 @@ def reference_curves(
     for row in eval_rows:
         if str(row.get("reference")) in ("1", "True", "true"):
             key = tuple(str(row.get(k, "")) for k in group_keys)
-            groups[(*key, row["role"], int(_number(row["iteration"])))].append(row)
+            groups[(*key, row["role"], int(number(row["iteration"])))].append(row)
     out = []
     for (*key, role, iteration), rows in sorted(groups.items()):
-        games = sum(int(_number(r["games"])) for r in rows)
-        points = sum(_number(r["wins"]) + 0.5 * _number(r["draws"]) for r in rows)
-        low, high = _wilson(points, games)
+        games = sum(int(number(r["games"])) for r in rows)
+        points = sum(number(r["wins"]) + 0.5 * number(r["draws"]) for r in rows)
+        low, high = wilson_interval(points, games)
         out.append(
             {
                 **dict(zip(group_keys, key, strict=True)),
                 "role": role,
                 "iteration": iteration,
                 "opponent": rows[0].get("player_b", ""),
-                "train_flops": float(np.mean([_number(r["train_flops"]) for r in rows])),
-                "wall_time_s": float(np.mean([_number(r["wall_time_s"]) for r in rows])),
+                "train_flops": float(np.mean([number(r["train_flops"]) for r in rows])),
+                "wall_time_s": float(np.mean([number(r["wall_time_s"]) for r in rows])),
                 "runs": len(rows),
                 "games": games,
                 "score": points / games if games else math.nan,
@@ -131,12 +131,12 @@ def reference_curves(
 def _score_figure(
     plt: Any, curves: list[dict], panel_key: str, curve_key: str, title: str, path: Path
 ) -> None:
-    x_key, x_label = _x_key(curves)
-    panels = sorted({c[panel_key] for c in curves}, key=_sort_key)
-    fig, axes = _panels(plt, len(panels))
+    x_key, x_label = x_axis(curves)
+    panels = sorted({c[panel_key] for c in curves}, key=numeric_sort_key)
+    fig, axes = panel_grid(plt, len(panels))
     for ax, panel in zip(axes, panels, strict=False):
         mine = [c for c in curves if c[panel_key] == panel]
-        curve_values = sorted({c[curve_key] for c in mine}, key=_sort_key)
+        curve_values = sorted({c[curve_key] for c in mine}, key=numeric_sort_key)
         colours = plt.cm.viridis(np.linspace(0, 0.9, max(1, len(curve_values))))
         for colour, value in zip(colours, curve_values, strict=False):
             for role, style in (("expert", "-"), ("apprentice", "--")):
@@ -144,7 +144,7 @@ def _score_figure(
                     (c for c in mine if c[curve_key] == value and c["role"] == role),
                     key=lambda c: c[x_key],
                 )
-                pts = [c for c in pts if _number(c[x_key]) > 0]
+                pts = [c for c in pts if number(c[x_key]) > 0]
                 if not pts:
                     continue
                 x = [c[x_key] for c in pts]
@@ -159,7 +159,7 @@ def _score_figure(
                         alpha=0.15,
                         linewidth=0,
                     )
-        _log_x(ax)
+        log_x_axis(ax)
         ax.axhline(0.5, color="grey", linestyle=":", linewidth=1, label="perfect play (no swap)")
         ax.set_ylim(-0.02, 1.02)
         ax.set_xlabel(x_label)
@@ -176,15 +176,15 @@ def _score_figure(
 def entropy_figure(plt: Any, metric_rows: list[dict], out: Path) -> list[dict]:
     """Prediction entropy (bits) vs compute; returns the table it plots."""
     keys = sorted({k for r in metric_rows for k in r if k.endswith("entropy_bits")})
-    x_key, x_label = _x_key(metric_rows)
+    x_key, x_label = x_axis(metric_rows)
     table = []
     for key in keys:
         groups: dict[tuple, list[tuple[float, float]]] = defaultdict(list)
         for r in metric_rows:
-            if _number(r.get(key)) == _number(r.get(key)) and _number(r.get(x_key)) > 0:
+            if number(r.get(key)) == number(r.get(key)) and number(r.get(x_key)) > 0:
                 group = (str(r.get("algorithm", "")), str(r.get("board_size", "")))
-                groups[group + (int(_number(r["iteration"])),)].append(
-                    (_number(r[x_key]), _number(r[key]))
+                groups[group + (int(number(r["iteration"])),)].append(
+                    (number(r[x_key]), number(r[key]))
                 )
         for (algorithm, board, iteration), values in sorted(groups.items()):
             x, y = np.mean(values, axis=0)
@@ -199,11 +199,11 @@ def entropy_figure(plt: Any, metric_rows: list[dict], out: Path) -> list[dict]:
                     "runs": len(values),
                 }
             )
-    fig, axes = _panels(plt, max(1, len(keys)))
+    fig, axes = panel_grid(plt, max(1, len(keys)))
     for ax, key in zip(axes, keys or ["(no entropy metrics)"], strict=False):
         series = sorted(
             {(t["algorithm"], t["board_size"]) for t in table if t["metric"] == key},
-            key=lambda s: (s[0], _sort_key(s[1])),
+            key=lambda s: (s[0], numeric_sort_key(s[1])),
         )
         for algorithm, board in series:
             pts = [
@@ -218,7 +218,7 @@ def entropy_figure(plt: Any, metric_rows: list[dict], out: Path) -> list[dict]:
                 style,
                 label=f"{algorithm}, board {board}",
             )
-        _log_x(ax)
+        log_x_axis(ax)
         ax.set_xlabel(x_label)
         ax.set_ylabel(f"{key.split('/')[-1].replace('_', ' ')}")
         ax.set_title(key)
@@ -229,7 +229,7 @@ def entropy_figure(plt: Any, metric_rows: list[dict], out: Path) -> list[dict]:
     fig.tight_layout()
     fig.savefig(out / "entropy_vs_flops.png", dpi=120)
     plt.close(fig)
-    _write_csv(out / "entropy_vs_flops.csv", table or [{"metric": ""}])
+    write_csv(out / "entropy_vs_flops.csv", table or [{"metric": ""}])
     return table
 
 
@@ -247,7 +247,7 @@ def make_plots(dirs: Sequence[str | os.PathLike], out: str | os.PathLike) -> lis
         raise FileNotFoundError(f"no eval.csv or metrics.jsonl under {[str(d) for d in dirs]}")
     if eval_rows:
         curves = reference_curves(eval_rows)
-        _write_csv(out / "win_rate_vs_flops.csv", curves)
+        write_csv(out / "win_rate_vs_flops.csv", curves)
         _score_figure(
             plt,
             curves,
@@ -256,7 +256,7 @@ def make_plots(dirs: Sequence[str | os.PathLike], out: str | os.PathLike) -> lis
             "Score vs the reference by board size",
             out / "win_rate_vs_flops.png",
         )
-        _write_csv(out / "curiosity_vs_gumbel.csv", curves)
+        write_csv(out / "curiosity_vs_gumbel.csv", curves)
         _score_figure(
             plt,
             curves,
@@ -276,7 +276,7 @@ def make_plots(dirs: Sequence[str | os.PathLike], out: str | os.PathLike) -> lis
         entropy_figure(plt, metric_rows, out)
         rates = optimal_move_figure(plt, metric_rows, out)
         if rates:
-            _write_csv(out / "optimal_move_rate.csv", rates)
+            write_csv(out / "optimal_move_rate.csv", rates)
     command = "curiosity-search plot " + " ".join(map(str, dirs)) + f" --out {out}"
     (out / "PLOTS_COMMAND.txt").write_text(command + "\n")
     return sorted(out.glob("*.png")) + sorted(out.glob("*.csv"))

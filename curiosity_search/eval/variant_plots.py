@@ -23,7 +23,13 @@ from typing import Any
 import numpy as np
 
 from curiosity_search.eval.learning_curves import RATE_KEYS, optimal_move_rows
-from curiosity_search.eval.plot_common import _log_x, _number, _sort_key, _write_csv, _x_key
+from curiosity_search.eval.plot_common import (
+    log_x_axis,
+    number,
+    numeric_sort_key,
+    write_csv,
+    x_axis,
+)
 
 _SEED_SUFFIX = re.compile(r"-seed\d+$")
 # (column of ``optimal_move_rows``, line style, label) per rate in ``RATE_KEYS``
@@ -49,7 +55,7 @@ def optimal_move_curves(metric_rows: Sequence[dict]) -> list[dict]:
     for (variant, board, iteration), rows in sorted(groups.items()):
         entry = {"variant": variant, "board_size": board, "iteration": iteration, "runs": len(rows)}
         for key in ("train_flops", "wall_time_s", *(name for name, _, _ in RATES)):
-            entry[key] = float(np.mean([_number(r.get(key)) for r in rows]))
+            entry[key] = float(np.mean([number(r.get(key)) for r in rows]))
         out.append(entry)
     return out
 
@@ -68,19 +74,21 @@ def variant_figure(
     variants = sorted({c["variant"] for c in [*score_curves, *rate_curves]})
     if len(variants) < 2:
         return False
-    boards = sorted({str(c["board_size"]) for c in [*score_curves, *rate_curves]}, key=_sort_key)
+    boards = sorted(
+        {str(c["board_size"]) for c in [*score_curves, *rate_curves]}, key=numeric_sort_key
+    )
     rows = 2 if rate_curves else 1
     fig, axes = plt.subplots(rows, len(boards), figsize=(6.0 * len(boards), 4.2 * rows),
                              squeeze=False)
     colours = dict(zip(variants, plt.cm.tab10(np.arange(len(variants)) % 10), strict=True))
-    x_key, x_label = _x_key([*score_curves, *rate_curves])
+    x_key, x_label = x_axis([*score_curves, *rate_curves])
     for column, board in enumerate(boards):
         ax = axes[0][column]
         for variant in variants:
             for role, style in (("expert", "-"), ("apprentice", "--")):
                 pts = sorted((c for c in score_curves if c["variant"] == variant
                               and str(c["board_size"]) == board and c["role"] == role
-                              and _number(c[x_key]) > 0), key=lambda c: c[x_key])
+                              and number(c[x_key]) > 0), key=lambda c: c[x_key])
                 if not pts:
                     continue
                 x = [c[x_key] for c in pts]
@@ -89,7 +97,7 @@ def variant_figure(
                 if role == "expert":
                     ax.fill_between(x, [c["ci_low"] for c in pts], [c["ci_high"] for c in pts],
                                     color=colours[variant], alpha=0.12, linewidth=0)
-        _log_x(ax)
+        log_x_axis(ax)
         ax.axhline(0.5, color="grey", linestyle=":", linewidth=1)
         ax.set_ylim(-0.02, 1.02)
         ax.set(xlabel=x_label, ylabel="score vs reference (0.5 = perfect play)",
@@ -102,7 +110,7 @@ def variant_figure(
     fig.tight_layout()
     fig.savefig(out / "variants.png", dpi=120)
     plt.close(fig)
-    _write_csv(out / "variants.csv", [*score_curves, *rate_curves])
+    write_csv(out / "variants.csv", [*score_curves, *rate_curves])
     return True
 
 
@@ -110,15 +118,15 @@ def _rate_panel(ax: Any, curves: Sequence[dict], variants: Sequence[str], colour
                 board: str, x_key: str, x_label: str) -> None:
     for variant in variants:
         pts = sorted((c for c in curves if c["variant"] == variant
-                      and str(c["board_size"]) == board and _number(c[x_key]) > 0),
+                      and str(c["board_size"]) == board and number(c[x_key]) > 0),
                      key=lambda c: c[x_key])
         for key, style, what in RATES:
-            series = [(c[x_key], c[key]) for c in pts if np.isfinite(_number(c[key]))]
+            series = [(c[x_key], c[key]) for c in pts if np.isfinite(number(c[key]))]
             if series:
                 xs, ys = zip(*series, strict=True)
                 ax.plot(xs, ys, style, marker=".", color=colours[variant],
                         label=f"{variant} ({what})")
-    _log_x(ax)
+    log_x_axis(ax)
     ax.set(xlabel=x_label, ylabel="optimal-move rate",
            title=f"board size {board}: optimal-move rate (exact solver)")
     ax.grid(True, alpha=0.3)
