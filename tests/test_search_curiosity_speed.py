@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from curiosity_search.search import best_arm, score_cdf
+from curiosity_search.search import best_arm_fast, score_cdf
 from curiosity_search.search.compaction import compacted_map, default_slots
 from curiosity_search.search.curiosity import curiosity_policy
 from curiosity_search.search.curiosity_reference import BeliefHashModel
@@ -18,6 +18,13 @@ def test_prefix_sum_is_cumsum():
     np.testing.assert_allclose(score_cdf._prefix_sum(x), jnp.cumsum(x, axis=-1), rtol=1e-6)
 
 
+def cell_best_probability(mass, middle):
+    """The midpoint rule's P(best) from per-arm cell masses and midpoint CDFs [B, A, C]."""
+    valid = jnp.ones(mass.shape[:-1], bool)
+    terms = best_arm_fast.cell_terms(jnp.asarray(mass), jnp.asarray(middle), valid)
+    return best_arm_fast.best_from_terms(*terms, valid)
+
+
 def test_cell_best_probability_equals_others_product_form():
     # mass_a prod_{b != a} middle_b, summed over cells, with zero CDFs in some cells.
     rng = np.random.default_rng(0)
@@ -26,8 +33,8 @@ def test_cell_best_probability_equals_others_product_form():
     mass /= mass.sum(-1, keepdims=True)
     upper = np.cumsum(mass, -1)
     middle = (upper - 0.5 * mass).astype(np.float32)
-    expected = np.sum(mass * np.asarray(best_arm._others_product(jnp.asarray(middle))), -1)
-    got = np.asarray(best_arm._cell_best_probability(jnp.asarray(mass), jnp.asarray(middle)))
+    expected = np.sum(mass * np.asarray(best_arm_fast.others_product(jnp.asarray(middle))), -1)
+    got = np.asarray(cell_best_probability(mass, middle))
     # Same up to one positive factor per batch element.
     np.testing.assert_allclose(got / got.sum(-1, keepdims=True),
                                expected / expected.sum(-1, keepdims=True), atol=1e-6)
@@ -41,7 +48,7 @@ def test_cell_best_probability_ignores_per_arm_scale():
     mass[:, :2, :3] = 0.0
     middle = (np.cumsum(mass, -1) - 0.5 * mass).astype(np.float32)
     scale = rng.uniform(1.0, 22.0, (4, 6, 1)).astype(np.float32)
-    base, scaled = (np.asarray(best_arm._cell_best_probability(jnp.asarray(m), jnp.asarray(c)))
+    base, scaled = (np.asarray(cell_best_probability(m, c))
                     for m, c in [(mass, middle), (mass * scale, middle * scale)])
     np.testing.assert_allclose(scaled / scaled.sum(-1, keepdims=True),
                                base / base.sum(-1, keepdims=True), atol=1e-6)
