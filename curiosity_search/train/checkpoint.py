@@ -8,6 +8,11 @@ folder per saved iteration (the number of completed iterations), each with two i
   wall time, positions generated, training FLOPs, and the resolved config the run
   was started with (so a resume can refuse a changed config).
 
+Older checkpoints: a state field named in ``ADDED_FIELDS`` (added to ``TrainState``
+after checkpoints were first written) that a checkpoint does not hold comes back as
+``None``; the caller fills it (``run`` sets ``hyperparams`` from the config). Any other
+mismatch is a ``CheckpointError``.
+
 Saves are synchronous and atomic: orbax writes ``<iteration>.orbax-checkpoint-tmp-*``
 and renames it into place only once every file is written, so a crash mid-write
 leaves the previous checkpoint as the latest complete one. Leftover temporary
@@ -21,6 +26,7 @@ import os
 import re
 import shutil
 import warnings
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +37,8 @@ CHECKPOINT_DIRNAME = "checkpoints"
 _STATE_ITEM = "state"
 _HOST_ITEM = "host"
 _STEP_DIR = re.compile(r"^\d+$")
+# State fields added after checkpoints were first written: restored as None when absent.
+ADDED_FIELDS = ("hyperparams",)
 
 
 class CheckpointError(RuntimeError):
@@ -176,15 +184,24 @@ class CheckpointStore:
           step: which iteration to restore.
 
         Returns:
-          ``(state, counters)``.
+          ``(state, counters)``; ``ADDED_FIELDS`` the checkpoint does not hold (it
+          predates them) come back as ``None``.
         """
         step = self._resolve_step(step)
+        target_state, absent = self._without_unsaved_fields(target_state, step)
+        item = target_state
+        if absent:  # restore the fields the checkpoint has, as a dict of them
+            item = {
+                field.name: getattr(target_state, field.name)
+                for field in dataclasses.fields(target_state)
+                if field.name not in absent
+            }
         try:
             restored = self._manager.restore(
                 step,
                 args=ocp.args.Composite(
                     **{
-                        _STATE_ITEM: ocp.args.StandardRestore(target_state),
+                        _STATE_ITEM: ocp.args.StandardRestore(item),
                         _HOST_ITEM: ocp.args.JsonRestore(),
                     }
                 ),
@@ -194,7 +211,33 @@ class CheckpointStore:
                 f"checkpoint {self.directory / str(step)} does not match this run's "
                 f"TrainState (was the network or search config changed?): {error}"
             ) from error
-        return restored[_STATE_ITEM], HostCounters.from_json(dict(restored[_HOST_ITEM]))
+        state = restored[_STATE_ITEM]
+        if absent:
+            state = target_state.replace(**state)
+        return state, HostCounters.from_json(dict(restored[_HOST_ITEM]))
+
+    def _without_unsaved_fields(self, target_state: Any, step: int) -> tuple[Any, set[str]]:
+        """``(target, absent)``: ``target_state`` with the ``ADDED_FIELDS`` that checkpoint
+        ``step`` lacks or stored as ``None`` set to ``None``, and the names it lacks
+        altogether. Targets without such fields come back unchanged."""
+        if not (dataclasses.is_dataclass(target_state) and hasattr(target_state, "replace")):
+            return target_state, set()
+        handler = ocp.StandardCheckpointHandler()  # reads the on-disk tree's structure
+        try:
+            saved = handler.metadata(self.directory / str(step) / _STATE_ITEM)
+        except (KeyError, ValueError, TypeError, FileNotFoundError):
+            return target_state, set()
+        finally:
+            handler.close()
+        tree = getattr(saved, "tree", saved)
+        if not isinstance(tree, Mapping):
+            return target_state, set()
+        fields = {field.name for field in dataclasses.fields(target_state)}
+        unsaved = {name for name in ADDED_FIELDS if name in fields and tree.get(name) is None}
+        if not unsaved:
+            return target_state, set()
+        absent = {name for name in unsaved if name not in tree}
+        return target_state.replace(**dict.fromkeys(unsaved)), absent
 
     def restore_params(self, abstract_params: Any, step: int | None = None) -> Any:
         """Restores only ``TrainState.params`` of checkpoint ``step`` onto one device.

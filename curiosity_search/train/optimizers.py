@@ -14,6 +14,16 @@ Muon routing (``name="muon"``, built on ``optax.contrib.muon``):
   Adam; a value head's output kernel ``[D, 1..3]`` orthogonalised by Muon becomes a unit
   column whatever the gradient's size, which throws away the magnitude a regression
   output needs.
+
+Traced learning rate (the trainer, ``hyperparams``): every optimizer here ends in optax's
+``scale_by_learning_rate`` (Adam, AdamW, SGD, and both halves of Muon), after clipping,
+momentum and the decoupled weight decay (which optax scales by the learning rate too).
+So ``make_optimizer(name, 1.0, ...)`` followed by ``scale_updates(updates, lr)`` equals
+``make_optimizer(name, lr, ...)``, with the same optimizer state: exactly for the
+constant schedule, up to float rounding (``(s * lr) * u`` vs ``s * (lr * u)``) for the
+cosine schedules, whose shape does not depend on the peak when ``end_value`` is 0 (the
+trainer's). Not covered: a Muon ``adam_learning_rate`` of its own (it would have to be
+given relative to the peak) and a non-zero ``end_value`` (its ratio to the peak).
 """
 
 from __future__ import annotations
@@ -170,3 +180,13 @@ def make_optimizer(
     if grad_clip is not None:
         optimizer = optax.chain(optax.clip_by_global_norm(grad_clip), optimizer)
     return optimizer
+
+
+def scale_updates(updates: Any, learning_rate: jax.Array) -> Any:
+    """``updates`` (a params-shaped tree) times the ``[]`` ``learning_rate``.
+
+    Applies a traced learning rate to the updates of an optimizer built at peak 1 (see
+    the module docstring); ``learning_rate`` is cast to each update's dtype, as optax's
+    ``scale_by_learning_rate`` does.
+    """
+    return jax.tree.map(lambda update: learning_rate.astype(update.dtype) * update, updates)

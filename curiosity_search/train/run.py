@@ -27,7 +27,9 @@ run; see ``train.distributed`` and ``docs/multi_device.md``) through a 1-D ``dat
 devices, parameters, optimizer state and counters replicated; the iteration is jitted
 with these shardings, the state donated. The results do not depend on the device count
 (up to float summation order). Checkpoints hold the global arrays and restore onto the
-current mesh, so a run may resume on a different number of devices. Only process 0
+current mesh, so a run may resume on a different number of devices. A resume sets the
+state's traced hyperparameters (``train.hyperparams``) from the config, also when the
+checkpoint predates them. Only process 0
 writes ``config.yaml``, metrics, TensorBoard and the progress bar; every process takes
 part in each checkpoint save. Evaluation runs on each process's first local device.
 """
@@ -52,6 +54,7 @@ from curiosity_search.train.checkpoint import (
     HostCounters,
     checkpoint_dir,
 )
+from curiosity_search.train.hyperparams import with_config_hyperparameters
 from curiosity_search.train.metrics_log import METRICS_FILENAME, MetricsLog, truncate_rows
 from curiosity_search.train.run_accounting import (
     TIMING_KEYS,
@@ -180,6 +183,11 @@ def train(
                 abstract, shardings,
             )
             state, counters = store.restore(target, restored.iteration)
+            # The config is the source of truth for the traced hyperparameters (and
+            # checkpoints older than TrainState.hyperparams restore without them).
+            state = with_config_hyperparameters(
+                state, cfg, NamedSharding(mesh, PartitionSpec())
+            )
             counters = dataclasses.replace(counters, config=resolved)
         compute = make_compute_model(cfg, trainer, local_copy(state.params))
         evaluation = make_solver_evaluation(cfg, trainer)

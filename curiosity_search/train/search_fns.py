@@ -6,8 +6,14 @@ zero-sum convention: a node's value is from the player to move there, the edge r
 is from the player who moved, and ``discount = -1`` flips perspective (0 at terminals).
 
 ``make_search(...)`` returns a function ``search(params, key, states) -> SearchResult``
-with the selection rule bound statically (``functools.partial``); the rule's float
-hyperparameters come from the config.
+with the selection rule bound statically (``functools.partial``). Its float
+hyperparameters (curiosity's ``kappa``, PUCT's ``c_puct`` / ``pb_c_init``) come from
+``params``: plain network parameters search with the config's values as compile-time
+constants (evaluation players, agents); ``SearchParams(params, hyperparams)`` searches
+with the traced ``hyperparams.Hyperparameters`` instead (self-play in the compiled
+iteration, so a sweep over them compiles one program). Carrying them in the search's
+``params`` keeps every search's signature, and self-play passes ``params`` through
+untouched.
 
 Tree candidates (RGSC, ``make_search(..., tree_candidates=True)``): the search also
 reports, per tree, its top-ranked non-root node; see ``tree_candidates`` for how the
@@ -25,6 +31,7 @@ import jax.numpy as jnp
 import mctx
 from flax import struct
 
+from curiosity_search.train.hyperparams import Hyperparameters, search_overrides
 from curiosity_search.train.tree_candidates import (
     TreeCandidate,
     evaluate_tree_nodes,
@@ -33,6 +40,27 @@ from curiosity_search.train.tree_candidates import (
 )
 
 SearchFn = Callable[[Any, jax.Array, Any], "SearchResult"]
+
+
+@struct.dataclass
+class SearchParams:
+    """What a search takes to use traced hyperparameters instead of the config's.
+
+    Attributes:
+      params: the network parameters.
+      hyperparams: ``Hyperparameters`` (``[]`` float32 fields); the rule's fields
+        override its bound constants (``hyperparams.search_overrides``).
+    """
+
+    params: Any
+    hyperparams: Hyperparameters
+
+
+def split_search_params(params: Any) -> tuple[Any, Hyperparameters | None]:
+    """``(network params, hyperparams or None)`` from a search's ``params`` argument."""
+    if isinstance(params, SearchParams):
+        return params.params, params.hyperparams
+    return params, None
 
 
 @struct.dataclass
@@ -179,7 +207,9 @@ def make_policy(search_cfg: Any, *, self_play: bool) -> Callable[..., Any]:
     """The search policy for ``search_cfg.rule`` with its hyperparameters bound.
 
     Self-play adds exploration (PUCT root Dirichlet noise, Gumbel noise); evaluation
-    (``self_play=False``) turns it off so that agents are deterministic.
+    (``self_play=False``) turns it off so that agents are deterministic. The bound
+    ``kappa`` / ``c_puct`` / ``pb_c_init`` are defaults: a caller passing
+    ``**search_overrides(rule, hyperparams)`` replaces them by traced values.
     """
     from curiosity_search import search as search_lib
 
@@ -228,10 +258,14 @@ def make_policy(search_cfg: Any, *, self_play: bool) -> Callable[..., Any]:
 
 
 def raw_policy_search(network: Any) -> SearchFn:
-    """A zero-simulation 'search': the network's policy and value at the root."""
+    """A zero-simulation 'search': the network's policy and value at the root.
+
+    Takes network parameters or ``SearchParams`` (it has no hyperparameters to use).
+    """
 
     def search(params: Any, key: jax.Array, states: Any) -> SearchResult:
         del key
+        params, _ = split_search_params(params)
         output = network.apply(params, states.observation)
         logits = masked_logits(output.policy_logits.astype(jnp.float32), states.legal_action_mask)
         weights = jnp.where(states.legal_action_mask, jax.nn.softmax(logits, axis=-1), 0.0)
@@ -261,6 +295,8 @@ def make_search(
 ) -> SearchFn:
     """``search(params, key, states [B]) -> SearchResult`` for the configured rule.
 
+    ``params``: network parameters (the config's ``kappa`` / ``c_puct`` / ``pb_c_init``
+    compiled in) or ``SearchParams`` (those taken from its traced ``hyperparams``).
     ``num_simulations == 0`` gives the raw network policy (argmax of legal logits).
     ``tree_candidates`` (static, needs regret heads and ``num_simulations >= 1``): fill
     ``SearchResult.tree_candidate`` (see ``tree_candidates`` for the cost).
@@ -275,6 +311,7 @@ def make_search(
     recurrent_fn = make_recurrent_fn(network, env, beliefs=beliefs, node_extras=in_tree)
 
     def search(params: Any, key: jax.Array, states: Any) -> SearchResult:
+        params, hyperparams = split_search_params(params)
         network_output = network.apply(params, states.observation)
         root = root_from_output(network_output, states, beliefs, node_extras=in_tree)
         output = policy(
@@ -284,6 +321,7 @@ def make_search(
             recurrent_fn,
             num_simulations=num_simulations,
             invalid_actions=~states.legal_action_mask,
+            **search_overrides(search_cfg.rule, hyperparams),
         )
         candidate = None
         if tree_candidates:

@@ -263,7 +263,8 @@ class SelfPlay:
     ) -> tuple[Any, GameRecords, ReplayBuffer, ControlState, dict[str, jax.Array]]:
         """``S`` moves in every game (``lax.scan``); metrics summed or averaged over moves.
 
-        ``params`` go to the search (network parameters, or ``WarmStartParams``);
+        ``params`` go to the search as they are (network parameters, ``SearchParams``
+        or ``WarmStartParams``, the latter two with the traced hyperparameters);
         ``control`` defaults to ``init_control(states)``.
 
         Returns ``(states [B], records, replay, control, metrics)`` with

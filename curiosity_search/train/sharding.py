@@ -1,13 +1,14 @@
 """Data parallelism: a ``Mesh`` over all devices with one ``data`` axis.
 
 The game batch (env states and per-game records, leading axis ``[B]``) and the replay
-buffer (leading axis ``[C]``) are split along ``data``; parameters, optimizer state and
-counters are replicated. The iteration is the same global program as on one device:
-``jax.jit`` with these shardings lets GSPMD partition it, inserting the collectives
-(the gradient of the batch-mean loss is all-reduced, so averaging is exact up to float
-summation order). Random numbers do not depend on the sharding: every key is derived
-from the iteration key by splitting by game index or drawing for the whole global
-batch, and jax's threefry values are fixed by the key and shape, not the layout.
+buffer (leading axis ``[C]``) are split along ``data``; parameters, optimizer state,
+counters and the traced hyperparameters are replicated. The iteration is the same
+global program as on one device: ``jax.jit`` with these shardings lets GSPMD partition
+it, inserting the collectives (the gradient of the batch-mean loss is all-reduced, so
+averaging is exact up to float summation order). Random numbers do not depend on the
+sharding: every key is derived from the iteration key by splitting by game index or
+drawing for the whole global batch, and jax's threefry values are fixed by the key and
+shape, not the layout.
 
 Multi-host: call ``jax.distributed.initialize()`` before ``make_mesh()``; ``jax.devices()``
 then lists every host's devices. Arrays that come back replicated (metrics, parameters)
@@ -70,6 +71,7 @@ def state_shardings(state: TrainState, mesh: Mesh) -> TrainState:
         games=along_data(state.games),
         records=along_data(state.records),
         counters=everywhere(state.counters),
+        hyperparams=everywhere(state.hyperparams),
         control=None
         if state.control is None
         else state.control.replace(

@@ -83,6 +83,12 @@ class TrainState:
       control: search control's ``restarts.ControlState``: its restart buffer
         (replicated) and how each game started (sharded); ``None`` in states built
         before search control existed.
+      hyperparams: ``hyperparams.Hyperparameters`` (replicated ``[]`` float32): the
+        traced learning rate and search constants the iteration reads (returned
+        unchanged), so configs differing only in them share one compiled program.
+        ``None`` in states restored from checkpoints written before it existed (the
+        run loop then sets it from the config; the iteration falls back to the
+        config's values as constants).
     """
 
     params: Any
@@ -92,3 +98,4 @@ class TrainState:
     records: GameRecords
     counters: Counters
     control: Any = None
+    hyperparams: Any = None

@@ -13,6 +13,15 @@ sampled uniformly from the replay. It is a pure function; the caller jits it onc
 Updates are skipped (parameters and optimizer state left unchanged) while the replay
 buffer is still empty, which happens in the first iterations before any game ends.
 
+Static vs traced (DESIGN.md): the shapes, simulation counts, search rule and network
+are compiled in; the learning rate and the search's exploration constants (``kappa``,
+``c_puct``, ``pb_c_init``) are read from ``state.hyperparams`` (``hyperparams``), traced,
+so configs that differ only in them lower to the same program. ``init`` fills them from
+the config; the iteration returns them unchanged. Self-play's search gets them inside
+its params (``search_fns.SearchParams``, or ``WarmStartParams.hyperparams``); the
+optimizer is built at learning rate 1 (its schedule's shape) and each update is
+multiplied by ``hyperparams.learning_rate`` (``optimizers.scale_updates``).
+
 Static strategies bound at build time (no config branching inside the iteration):
 - ``begin_dataset`` (``train.dataset``): ``online`` keeps the replay (datasets
   aggregate, DAgger-like); ``batch`` empties it before each iteration's self-play, so
@@ -35,9 +44,11 @@ import jax.numpy as jnp
 import optax
 
 from curiosity_search.train import replay as replay_lib
+from curiosity_search.train.hyperparams import Hyperparameters, hyperparameters_from_config
 from curiosity_search.train.losses import make_loss_fn
+from curiosity_search.train.optimizers import scale_updates
 from curiosity_search.train.restarts import make_search_control
-from curiosity_search.train.search_fns import SearchFn, make_search
+from curiosity_search.train.search_fns import SearchFn, SearchParams, make_search
 from curiosity_search.train.selfplay import SelfPlay
 from curiosity_search.train.state import Counters, TrainState, zero_counters
 from curiosity_search.train.warm_start import WarmStartParams, make_warm_start_search
@@ -71,12 +82,14 @@ def _network_from_config(cfg: Any, num_actions: int) -> Any:
 
 
 def _optimizer_from_config(cfg: Any) -> optax.GradientTransformation:
+    """The configured optimizer at peak learning rate 1 (the trainer scales its updates
+    by the traced ``hyperparams.learning_rate``)."""
     from curiosity_search.train.optimizers import make_optimizer
 
     opt = cfg.optimizer
     return make_optimizer(
         opt.name,
-        opt.learning_rate,
+        1.0,
         schedule=opt.schedule,
         total_steps=cfg.train.iterations * cfg.train.updates_per_iteration,
         warmup_steps=opt.warmup_steps,
@@ -86,15 +99,28 @@ def _optimizer_from_config(cfg: Any) -> optax.GradientTransformation:
     )
 
 
-def network_expert(params: Any, iterations: jax.Array) -> Any:
-    """The expert searches with the network from the first iteration."""
+def network_expert(
+    params: Any, iterations: jax.Array, hyperparams: Hyperparameters | None = None
+) -> Any:
+    """The expert searches with the network from the first iteration.
+
+    Returns ``SearchParams(params, hyperparams)`` (traced search constants), or the bare
+    ``params`` when ``hyperparams`` is None (the config's constants).
+    """
     del iterations
-    return params
+    return params if hyperparams is None else SearchParams(params, hyperparams)
 
 
-def warm_start_expert(warm_iterations: int, params: Any, iterations: jax.Array) -> Any:
+def warm_start_expert(
+    warm_iterations: int,
+    params: Any,
+    iterations: jax.Array,
+    hyperparams: Hyperparameters | None = None,
+) -> Any:
     """Pure-MCTS (random rollouts) expert while ``iterations < warm_iterations``."""
-    return WarmStartParams(params=params, use_rollouts=iterations < warm_iterations)
+    return WarmStartParams(
+        params=params, use_rollouts=iterations < warm_iterations, hyperparams=hyperparams
+    )
 
 
 def _mean_over_updates(per_update: dict[str, jax.Array]) -> dict[str, jax.Array]:
@@ -116,7 +142,13 @@ class Trainer:
       updates_per_iteration: ``K``.
       replay_capacity: ``C``.
       begin_dataset: ``replay -> replay`` before self-play (``replay.DATASET_MODES``).
-      expert_params: ``(params, iterations []) -> search params`` for self-play.
+      expert_params: ``(params, iterations [], hyperparams) -> search params`` for
+        self-play (``SearchParams`` or ``WarmStartParams``, carrying the traced
+        ``hyperparams``).
+      scale_updates_by_learning_rate: ``optimizer`` is built at learning rate 1 and
+        each update is multiplied by ``state.hyperparams.learning_rate`` (the
+        config's optimizer); False for an optimizer passed to ``build_trainer``, whose
+        updates are applied as they are.
     """
 
     cfg: Any
@@ -129,7 +161,8 @@ class Trainer:
     updates_per_iteration: int
     replay_capacity: int
     begin_dataset: Callable[[replay_lib.ReplayBuffer], replay_lib.ReplayBuffer] = replay_lib.keep
-    expert_params: Callable[[Any, jax.Array], Any] = network_expert
+    expert_params: Callable[..., Any] = network_expert
+    scale_updates_by_learning_rate: bool = False
 
     def init(self, key: jax.Array) -> TrainState:
         """A fresh state: initial parameters, empty replay, ``B`` newly opened games."""
@@ -146,6 +179,7 @@ class Trainer:
             records=records,
             counters=zero_counters(),
             control=self.selfplay.init_control(games),
+            hyperparams=hyperparameters_from_config(self.cfg),
         )
 
     def _example_position(self, params: Any, states: Any) -> replay_lib.Positions:
@@ -153,7 +187,9 @@ class Trainer:
 
         def record_one(params: Any, states: Any) -> replay_lib.Positions:
             key = jax.random.key(0)
-            expert = self.expert_params(params, jnp.zeros((), jnp.int32))
+            expert = self.expert_params(
+                params, jnp.zeros((), jnp.int32), hyperparameters_from_config(self.cfg)
+            )
             result = self.selfplay.search(expert, key, states)
             return self.selfplay.record(states, result, result.action)
 
@@ -161,15 +197,26 @@ class Trainer:
         return jax.tree.map(lambda s: jnp.zeros(s.shape[1:], s.dtype), shapes)
 
     def update(
-        self, params: Any, opt_state: Any, key: jax.Array, replay: replay_lib.ReplayBuffer
+        self,
+        params: Any,
+        opt_state: Any,
+        key: jax.Array,
+        replay: replay_lib.ReplayBuffer,
+        learning_rate: jax.Array | None = None,
     ) -> tuple[Any, Any, dict[str, jax.Array]]:
-        """One optimizer step on ``N`` positions sampled uniformly from the replay."""
+        """One optimizer step on ``N`` positions sampled uniformly from the replay.
+
+        ``learning_rate`` (``[]``, traced): multiplies the optimizer's updates (an
+        optimizer built at peak 1); None applies them as they are.
+        """
         loss_fn = make_loss_fn(
             self.network.apply, self.cfg.train, reinforce=self.cfg.algorithm == "reinforce"
         )
         batch = replay_lib.sample(key, replay, self.train_batch_size)
         (_, metrics), grads = jax.value_and_grad(loss_fn, has_aux=True)(params, batch)
         updates, new_opt_state = self.optimizer.update(grads, opt_state, params)
+        if learning_rate is not None:
+            updates = scale_updates(updates, learning_rate)
         new_params = optax.apply_updates(params, updates)
         has_data = replay.size > 0
         params = jax.tree.map(lambda new, old: jnp.where(has_data, new, old), new_params, params)
@@ -186,18 +233,27 @@ class Trainer:
 
         Returns the new state and scalar metrics: the losses and entropies (means over
         the ``K`` updates), ``grad_norm``, self-play statistics, ``replay_size`` and the
-        counters after the iteration.
+        counters after the iteration. ``state.hyperparams`` (traced) is returned
+        unchanged; a state without it (``None``) uses the config's values, compiled in.
         """
         play_key, train_key = jax.random.split(key)
+        hyperparams = state.hyperparams
+        if hyperparams is None:
+            hyperparams = hyperparameters_from_config(self.cfg)
+        learning_rate = (
+            hyperparams.learning_rate if self.scale_updates_by_learning_rate else None
+        )
         replay = self.begin_dataset(state.replay)
-        expert = self.expert_params(state.params, state.counters.iterations)
+        expert = self.expert_params(state.params, state.counters.iterations, hyperparams)
         games, records, replay, control, play_metrics = self.selfplay.play(
             expert, play_key, state.games, state.records, replay, state.control
         )
 
         def update_step(carry: tuple, update_key: jax.Array) -> tuple:
             params, opt_state = carry
-            params, opt_state, metrics = self.update(params, opt_state, update_key, replay)
+            params, opt_state, metrics = self.update(
+                params, opt_state, update_key, replay, learning_rate
+            )
             return (params, opt_state), metrics
 
         (params, opt_state), per_update = jax.lax.scan(
@@ -226,6 +282,7 @@ class Trainer:
             records=records,
             counters=counters,
             control=control,
+            hyperparams=state.hyperparams,
         )
         return new_state, metrics
 
@@ -265,10 +322,13 @@ def build_trainer(
     """The trainer for ``cfg``; ``env``/``network``/``optimizer`` override the config's.
 
     The search rule, simulation counts, shapes and targets are static: each choice
-    compiles its own program.
+    compiles its own program; the learning rate, ``kappa``, ``c_puct`` and
+    ``pb_c_init`` are traced (``TrainState.hyperparams``). An ``optimizer`` passed here
+    is used as it is (its own learning rate; ``hyperparams.learning_rate`` unused).
     """
     env = env if env is not None else _env_from_config(cfg)
     network = network if network is not None else _network_from_config(cfg, env.num_actions)
+    scale_updates_by_learning_rate = optimizer is None
     optimizer = optimizer if optimizer is not None else _optimizer_from_config(cfg)
     sp, train = cfg.selfplay, cfg.train
     rule = cfg.search.rule
@@ -327,4 +387,5 @@ def build_trainer(
         replay_capacity=sp.replay_capacity,
         begin_dataset=replay_lib.DATASET_MODES[getattr(train, "dataset", "online")],
         expert_params=expert_params,
+        scale_updates_by_learning_rate=scale_updates_by_learning_rate,
     )

@@ -11,7 +11,9 @@ compiled iteration serves the whole run::
 set, every expanded node gets a uniform prior over its legal moves and the outcome of
 one random playout (``search.rollouts``) as its value; the root too. The network is
 still evaluated once at the root, for ``network_value`` and the regret heads.
-The trainer passes ``use_rollouts = iterations < train.warm_start_iterations``.
+The trainer passes ``use_rollouts = iterations < train.warm_start_iterations``, and
+its traced ``hyperparams`` (PUCT's ``c_puct`` / ``pb_c_init``; ``None``: the config's
+constants, see ``search_fns.SearchParams``).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import mctx
 from flax import struct
 
 from curiosity_search.search.rollouts import batched_rollout
+from curiosity_search.train.hyperparams import Hyperparameters, search_overrides
 from curiosity_search.train.search_fns import (
     SearchFn,
     SearchResult,
@@ -40,10 +43,13 @@ class WarmStartParams:
     Attributes:
       params: the network parameters.
       use_rollouts: ``[]`` bool, value leaves by random rollouts (pure MCTS).
+      hyperparams: traced ``Hyperparameters`` overriding the rule's bound constants,
+        or ``None`` (the config's).
     """
 
     params: Any
     use_rollouts: jax.Array
+    hyperparams: Hyperparameters | None = None
 
 
 def network_params(params: Any) -> Any:
@@ -124,6 +130,7 @@ def make_warm_start_search(
             recurrent_fn,
             num_simulations=num_simulations,
             invalid_actions=~states.legal_action_mask,
+            **search_overrides(search_cfg.rule, inputs.hyperparams),
         )
         return search_result(output, states, network_output.value, network_output)
 
