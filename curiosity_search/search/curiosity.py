@@ -226,18 +226,20 @@ def curiosity_policy(
     invalid_actions = jnp.asarray(invalid_actions).astype(bool)
     rng_key, search_key = jax.random.split(rng_key)
     value_belief = root.value_belief.astype(jnp.float32)
+    root_action_beliefs = root.action_beliefs.astype(jnp.float32)
+    root_weights = beliefs.best_arm_probability(root_action_beliefs, invalid_actions, grid_size,
+                                                pbest_method)
     kernel_root = RootFnOutputWithExtras(
         prior_logits=root.prior_logits,
         value=root.value,
         embedding=root.embedding,
         node_extras=node_extras(
             value_belief,
-            root.action_beliefs.astype(jnp.float32),
+            root_action_beliefs,
             invalid_actions,
             jnp.zeros((batch_size,), bool),
             jnp.zeros((batch_size,)),
-            grid_size,
-            pbest_method,
+            root_weights,
         ),
     )
     rule = functools.partial(curiosity_selection, grid_size=grid_size, two_player=two_player)
@@ -245,9 +247,7 @@ def curiosity_policy(
         params,
         search_key,
         root=kernel_root,
-        recurrent_fn=wrap_recurrent_fn(
-            recurrent_fn, two_player, proven_strength, grid_size, pbest_method
-        ),
+        recurrent_fn=wrap_recurrent_fn(recurrent_fn, two_player, proven_strength),
         root_action_selection_fn=rule,
         interior_action_selection_fn=rule,
         num_simulations=num_simulations,

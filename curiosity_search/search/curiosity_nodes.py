@@ -92,17 +92,15 @@ def node_extras(
     invalid: chex.Array,
     proven: chex.Array,
     proven_score: chex.Array,
-    grid_size: int,
-    pbest_method: str = "accurate",
-    with_best: bool = True,
+    best_weights: chex.Array | None = None,
 ) -> CuriosityExtras:
-    """Extras of new nodes, ``[B, ...]``; their cumulative P(best) cache is over the Q_a
-    priors (``with_best``, the root) or zeros, filled later by ``fill_prior_best``."""
-    if with_best:
-        best = beliefs.cumulative_probability(
-            beliefs.best_arm_probability(action_beliefs, invalid, grid_size, pbest_method))
-    else:
+    """Extras of new nodes, ``[B, ...]``; their cumulative P(best) cache is over
+    ``best_weights [B, A]`` (the root's P(best) over its Q_a priors) or, if None,
+    zeros, filled later by ``fill_prior_best``."""
+    if best_weights is None:
         best = jnp.zeros(invalid.shape, jnp.float32)
+    else:
+        best = beliefs.cumulative_probability(best_weights)
     return CuriosityExtras(
         belief=value_belief,
         value_belief=value_belief,
@@ -154,10 +152,7 @@ def fill_prior_best(
     return tree.replace(node_extras=extras.replace(best_cumulative=cache))
 
 
-def wrap_recurrent_fn(
-    recurrent_fn, two_player: bool, proven_strength: float, grid_size: int,
-    pbest_method: str = "accurate",
-):
+def wrap_recurrent_fn(recurrent_fn, two_player: bool, proven_strength: float):
     """Turns a ``BeliefRecurrentFnOutput`` model into the kernel's extras-carrying one.
 
     At a terminal (discount 0) the node's belief is the exact result: the reward is for
@@ -180,9 +175,6 @@ def wrap_recurrent_fn(
             invalid,
             terminal,
             jnp.where(terminal, own_score, 0.0),
-            grid_size,
-            pbest_method,
-            with_best=False,
         )
         kernel_out = RecurrentFnOutputWithExtras(
             reward=out.reward,
