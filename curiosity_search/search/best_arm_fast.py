@@ -1,8 +1,7 @@
 """The ``fast`` P(a is best): one cheap shared grid per batch element, in stages.
 
-``fast_best_arm_probability`` is ``best_arm_probability(..., method="fast")``. It is
-built from three stages so that a caller can keep the per-arm part and redo only the
-arms that changed (``root_best.py`` does this at the root):
+``fast_best_arm_probability`` is ``best_arm_probability(..., method="fast")``, built
+from three stages:
 
 1. ``fast_grid(alpha, beta, valid) -> [..., 4]``: the grid's parameters (range, centre,
    inner scale) from min / max reductions over the legal arms;
@@ -12,6 +11,12 @@ arms that changed (``root_best.py`` does this at the root):
    ``cell_terms`` turns them into ``(ratio, log_middle)``;
 3. ``best_from_terms(ratio, log_middle, valid) -> [..., A]``: the products over arms,
    the cell sums and the normalization.
+
+Keeping each node's per-arm table and redoing only the changed arm's row between
+simulations was tried at the root (where every backup ends): on XLA:CPU it was no
+faster, since the table's memory traffic (``[B, A, C]`` twice per update) and the
+trees whose grid moved (24% of root updates in the benchmark, most early in the
+search) cost about what the saved exps and logs did (results/bench/README.md).
 
 Shapes: ``A`` arms, ``G`` grid edges, ``C = G + 1`` cells.
 """
