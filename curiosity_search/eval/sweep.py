@@ -45,6 +45,7 @@ from typing import Any
 
 import yaml
 
+from curiosity_search.atomic_io import write_text_atomically
 from curiosity_search.eval.evaluation import EvalPlan, evaluate_run, plan_from_dict
 
 DONE_FILENAME = "DONE"
@@ -254,7 +255,7 @@ def execute_run(
         "seconds": round(time.time() - start, 3),
         "overrides": list(run.overrides),
     }
-    (run_dir / DONE_FILENAME).write_text(json.dumps(summary, indent=2) + "\n")
+    write_text_atomically(run_dir / DONE_FILENAME, json.dumps(summary, indent=2) + "\n")
     return summary
 
 

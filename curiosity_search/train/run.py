@@ -48,6 +48,7 @@ from typing import Any, Literal
 import jax
 from jax.sharding import NamedSharding, PartitionSpec
 
+from curiosity_search.atomic_io import write_text_atomically
 from curiosity_search.train.checkpoint import (
     CheckpointError,
     CheckpointStore,
@@ -282,7 +283,8 @@ def _loop(
             latest_eval = evaluation(local_copy(state.params), counters.iteration)
         if latest_eval and lead:
             summary = {"iteration": counters.iteration, **latest_eval}
-            (workdir / EVALUATION_FILENAME).write_text(json.dumps(summary, indent=2) + "\n")
+            write_text_atomically(workdir / EVALUATION_FILENAME,
+                                  json.dumps(summary, indent=2) + "\n")
         if latest_eval and evaluation is not None:
             message += "; " + evaluation.describe(latest_eval)
     return RunResult(
