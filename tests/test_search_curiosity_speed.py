@@ -73,6 +73,24 @@ def test_compacted_map_matches_full_batch():
     assert default_slots(64) == (4, 8, 16, 24, 32, 40, 48, 56) and default_slots(3) == ()
 
 
+def test_compacted_map_runs_fn_on_the_chosen_slots_only():
+    # fn reports how many rows it was given: none without active rows, else the
+    # smallest slot size holding them, or the whole batch.
+    calls = []
+
+    def fn(x):
+        jax.debug.callback(lambda n: calls.append(int(n)), x.shape[0])
+        return 2.0 * x
+
+    x = jnp.arange(8.0)
+    mapped = jax.jit(lambda a: compacted_map(fn, a, x, slots=(2, 4)))
+    for count, rows in [(0, None), (1, 2), (2, 2), (3, 4), (5, 8), (8, 8)]:
+        calls.clear()
+        active = np.arange(8) < count
+        jax.block_until_ready(mapped(jnp.asarray(active)))
+        assert calls == ([] if rows is None else [rows])
+
+
 @pytest.mark.parametrize("pbest_method", ["accurate", "fast"])
 def test_compacted_search_equals_full_batch_search(pbest_method):
     # Compaction changes which rows P(best) runs on, never its values: the trees match.

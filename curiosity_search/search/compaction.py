@@ -9,7 +9,7 @@ static slot count that holds them, gathers those rows, applies the function to t
 slots only, and scatters the results back. The branch is chosen with ``lax.switch``
 on the batch-level count (one branch per slot size, plus the full batch), so the
 program stays static and the result is exact: every active row gets exactly
-``fn`` of its own inputs.
+``fn`` of its own inputs. With no active row, ``fn`` is not run at all.
 
 Shapes: ``B`` batch, ``S`` slots.
 """
@@ -95,9 +95,15 @@ def compacted_map(
 
         return run
 
+    def nothing() -> Any:  # no active row: only the fill, no call of fn
+        shapes = jax.eval_shape(fn, *rows)
+        return jax.tree.map(lambda s: jnp.full(s.shape, fill, s.dtype), shapes)
+
     if not sizes:
         return full()
     count = jnp.sum(active.astype(jnp.int32))
-    branch = jnp.sum((count > jnp.asarray(sizes)).astype(jnp.int32))
-    branches = [on_slots(s) for s in sizes] + [full]
+    # 0: no active row; then the smallest slot size that holds them; last: full batch.
+    branch = jnp.where(count > 0, 1 + jnp.sum((count > jnp.asarray(sizes)).astype(jnp.int32)),
+                       0)
+    branches = [nothing] + [on_slots(s) for s in sizes] + [full]
     return jax.lax.switch(branch, [lambda _, f=f: f() for f in branches], None)
