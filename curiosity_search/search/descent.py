@@ -1,6 +1,6 @@
 """The descent: from the root to the edge a simulation expands, for a whole batch.
 
-``simulate`` walks every tree (``jax.vmap`` of a per-tree ``while_loop``) from the root
+``descend`` walks every tree (``jax.vmap`` of a per-tree ``while_loop``) from the root
 through expanded children, choosing each edge with the root or interior selection
 rule, until it reaches an unexpanded edge or ``max_depth``; optionally it also stops
 on a child that ``stop_descent_fn`` marks as done (a terminal or proven node) or that
@@ -39,33 +39,6 @@ class DescentState(NamedTuple):
     is_continuing: chex.Array  # [] bool
 
 
-def simulate(
-    rng_keys: chex.PRNGKey | None,
-    tree: Tree,
-    root_action_selection_fn: RootActionSelectionFn,
-    interior_action_selection_fn: InteriorActionSelectionFn,
-    *,
-    max_depth: int,
-    split_per_step: bool,
-    stop_descent_fn: StopDescentFn | None = None,
-) -> tuple[chex.Array, chex.Array]:
-    """Descends every tree from the root to an unexpanded edge (or to ``max_depth``).
-
-    Args:
-      rng_keys: ``[B]`` keys, or None.
-      tree: the batched tree.
-      stop_descent_fn: ``(tree, node_index) -> bool`` (one tree) or None: the descent
-        also stops on an edge whose expanded child it marks as done.
-
-    Returns:
-      ``(parent_index [B], action [B])``: the edge to expand.
-    """
-    state = descend(rng_keys, tree, root_action_selection_fn, interior_action_selection_fn,
-                     max_depth=max_depth, split_per_step=split_per_step,
-                     stop_descent_fn=stop_descent_fn)
-    return state.node_index, state.action
-
-
 def _next_key(key, split_per_step: bool):
     if key is None or not split_per_step:
         return key, key
@@ -84,9 +57,22 @@ def descend(
     stop_descent_fn: StopDescentFn | None = None,
     ready_fn: ReadyFn | None = None,
 ) -> DescentState:
-    """``simulate``'s descent; returns the final ``DescentState`` (fields ``[B]``).
+    """Descends every tree from the root to the edge to expand; the final state ``[B]``.
 
-    With ``ready_fn``, the descent also stops on an expanded child that is not ready.
+    Args:
+      rng_keys: ``[B]`` keys, or None (deterministic rules).
+      tree: the batched tree.
+      root_action_selection_fn, interior_action_selection_fn: the rules (one tree).
+      max_depth: the descent stops at this many edges from the root.
+      split_per_step: a fresh key per step (mctx's chain) or the same key throughout.
+      stop_descent_fn: ``(tree, node_index) -> bool`` (one tree) or None: also stop on
+        an edge whose expanded child it marks as done.
+      ready_fn: ``(tree, node_index) -> bool`` (one tree) or None: also stop on an
+        expanded child that is not ready (``select_at_unready`` handles it).
+
+    Returns:
+      ``DescentState``: ``node_index`` and ``action`` are the edge to expand,
+      ``next_node_index`` its child (``UNVISITED`` if new), ``depth`` its depth.
     """
     next_key = functools.partial(_next_key, split_per_step=split_per_step)
 
