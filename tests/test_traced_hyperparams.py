@@ -1,5 +1,6 @@
-"""Traced hyperparameters (lr, kappa, c_puct, pb_c_init): one program for a sweep over
-them, the same numbers as compiled-in constants, really used, and old checkpoints."""
+"""Traced hyperparameters (lr, kappa, c_puct, pb_c_init, c_visit, c_scale, uct_c, w_a):
+one program for a sweep over them, the same numbers as compiled-in constants, really
+used, and checkpoints (which never hold them)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,10 @@ from train_fixtures import tiny_config
 
 from curiosity_search.train import run
 from curiosity_search.train.checkpoint import CheckpointStore, HostCounters, checkpoint_dir
-from curiosity_search.train.hyperparams import Hyperparameters, hyperparameters_from_config
+from curiosity_search.train.hyperparams import (
+    hyperparameters_from_config,
+    with_config_hyperparameters,
+)
 from curiosity_search.train.optimizers import make_optimizer
 from curiosity_search.train.run_dir import config_dict
 from curiosity_search.train.search_fns import SearchParams, make_search
@@ -46,6 +50,10 @@ def lowered_text(algorithm: str, *overrides: str) -> str:
         ("curiosity", CURIOSITY, "search.kappa=1.5", "search.kappa=40.0"),
         ("alphazero", ("search.puct_form=alphago",), "search.c_puct=0.5", "search.c_puct=3.0"),
         ("alphazero", (), "search.pb_c_init=0.5", "search.pb_c_init=3.0"),
+        ("gumbel", (), "search.c_scale=0.1", "search.c_scale=1.0"),
+        ("gumbel", (), "search.c_visit=10.0", "search.c_visit=50.0"),
+        ("exit", (), "search.w_a=2.0", "search.w_a=100.0"),
+        ("exit", (), "search.uct_c=0.5", "search.uct_c=2.0"),
         ("gumbel", (), "optimizer.learning_rate=1e-3", "optimizer.learning_rate=0.05"),
         (
             "gumbel",
@@ -166,6 +174,9 @@ def _search_weights(cfg: Any, overrides: dict[str, float] | None) -> np.ndarray:
         ("alphazero", ("search.puct_form=alphago",), "c_puct", (0.0, 20.0)),
         ("alphazero", (), "pb_c_init", (0.0, 20.0)),
         ("curiosity", CURIOSITY, "kappa", (0.05, 50.0)),
+        ("gumbel", (), "c_scale", (0.01, 10.0)),
+        ("exit", (), "w_a", (0.0, 100.0)),
+        ("exit", ("search.w_a=0.5",), "uct_c", (0.0, 5.0)),
     ],
 )
 def test_search_reads_the_traced_value(algorithm, common, name, values):
@@ -212,20 +223,23 @@ def test_old_checkpoint_restores_and_resumes_with_config_values(tmp_path):
     assert result.ok and result.iterations == 2
     with CheckpointStore(checkpoint_dir(tmp_path), read_only=True) as store:
         final, _ = store.restore(state, 2)
-    chex.assert_trees_all_close(final.hyperparams, hyperparameters_from_config(cfg))
+    assert final.hyperparams is None  # the config's, never written (CONFIG_FIELDS)
 
 
-def test_resume_takes_the_hyperparameters_from_the_config(tmp_path):
+def test_checkpoints_do_not_hold_the_hyperparameters(tmp_path):
+    # They are the config's: saved as None, so a version with other hyperparameter
+    # fields still restores; a resume takes them from the config.
     cfg = tiny_config("gumbel", *RUN)
     trainer = build_trainer(cfg)
     state = trainer.init(jax.random.fold_in(jax.random.key(cfg.seed), run.INIT_STREAM))
-    stale = Hyperparameters(*(jnp.float32(v) for v in (0.5, 0.5, 0.5, 0.5)))
+    stale = jax.tree.map(lambda _: jnp.float32(0.5), hyperparameters_from_config(cfg))
     with CheckpointStore(checkpoint_dir(tmp_path)) as store:
         store.save(state.replace(hyperparams=stale),
                    HostCounters(iteration=1, config=config_dict(cfg)))
         restored, _ = store.restore(state)
-    chex.assert_trees_all_close(restored.hyperparams, stale)  # saved and restored as is
+    assert restored.hyperparams is None
+    chex.assert_trees_all_equal(restored.params, state.params)
     assert run.train(cfg, tmp_path, resume=True).iterations == 2
-    with CheckpointStore(checkpoint_dir(tmp_path), read_only=True) as store:
-        final, _ = store.restore(state, 2)
-    chex.assert_trees_all_close(final.hyperparams, hyperparameters_from_config(cfg))
+    # What run.train puts in a restored state: the config's values.
+    chex.assert_trees_all_close(with_config_hyperparameters(restored, cfg).hyperparams,
+                                hyperparameters_from_config(cfg))

@@ -11,7 +11,8 @@ folder per saved iteration (the number of completed iterations), each with two i
 Older checkpoints: a state field named in ``ADDED_FIELDS`` (added to ``TrainState``
 after checkpoints were first written) that a checkpoint does not hold comes back as
 ``None``; the caller fills it (``run`` sets ``hyperparams`` from the config). Any other
-mismatch is a ``CheckpointError``.
+mismatch is a ``CheckpointError``. ``CONFIG_FIELDS`` (the traced hyperparameters) are
+never written: they come from the config, so adding one does not break old checkpoints.
 
 Saves are synchronous and atomic: orbax writes ``<iteration>.orbax-checkpoint-tmp-*``
 and renames it into place only once every file is written, so a crash mid-write
@@ -39,6 +40,9 @@ _HOST_ITEM = "host"
 _STEP_DIR = re.compile(r"^\d+$")
 # State fields added after checkpoints were first written: restored as None when absent.
 ADDED_FIELDS = ("hyperparams",)
+# State fields that come from the config, not from training: saved as None (a resume
+# sets them from the config), so their structure may change between versions.
+CONFIG_FIELDS = ("hyperparams",)
 
 
 class CheckpointError(RuntimeError):
@@ -141,10 +145,14 @@ class CheckpointStore:
         Blocks until the checkpoint is on disk (and renamed into place). Saving an
         iteration that already has a checkpoint is a no-op. ``state`` may hold arrays
         sharded over a mesh; in a multi-host run every process must call this (each
-        writes its own shards, process 0 the metadata and ``host/``).
+        writes its own shards, process 0 the metadata and ``host/``). ``CONFIG_FIELDS``
+        are saved as ``None`` (they are the config's; a resume sets them from it).
         """
         if counters.iteration in self.steps():
             return
+        config_fields = [name for name in CONFIG_FIELDS if hasattr(state, name)]
+        if config_fields and hasattr(state, "replace"):
+            state = state.replace(**dict.fromkeys(config_fields))
         stale = self.directory / str(counters.iteration)
         if stale.exists():  # an incomplete folder (e.g. hand-truncated): unusable anyway
             warnings.warn(f"replacing incomplete checkpoint folder {stale}", stacklevel=2)

@@ -22,9 +22,12 @@ Who reads what:
 - ``c_puct``: AlphaGo-form PUCT constant (``search.c_puct``, ``puct_form: alphago``).
 - ``pb_c_init``: MuZero-form PUCT c1 (``search.pb_c_init``, ``puct_form: muzero``, the
   default form); ``pb_c_base`` stays a config constant (rarely swept).
+- ``c_visit``, ``c_scale``: Gumbel's completed-Q scale ``(c_visit + max N) c_scale``.
+- ``uct_c``, ``w_a``: ExIt's UCT-P-NN exploration constant and prior weight (``w_a`` is
+  what ``results/exit_w_a_tuning`` swept).
 
-Rules without a field here (Gumbel's ``c_visit``/``c_scale``, ExIt's ``uct_c``/``w_a``)
-keep their config values compiled in.
+Checkpoints do not hold these values (``checkpoint.CONFIG_FIELDS``), so a field added
+here does not break old checkpoints.
 """
 
 from __future__ import annotations
@@ -47,12 +50,20 @@ class Hyperparameters:
       kappa: ``[]`` curiosity's prior strength (``search.kappa``).
       c_puct: ``[]`` AlphaGo-form PUCT constant (``search.c_puct``).
       pb_c_init: ``[]`` MuZero-form PUCT c1 (``search.pb_c_init``).
+      c_visit, c_scale: ``[]`` Gumbel's sigma(q) constants (``search.c_visit`` /
+        ``search.c_scale``).
+      uct_c, w_a: ``[]`` ExIt's UCT-P-NN exploration constant and prior weight
+        (``search.uct_c`` / ``search.w_a``).
     """
 
     learning_rate: jax.Array
     kappa: jax.Array
     c_puct: jax.Array
     pb_c_init: jax.Array
+    c_visit: jax.Array
+    c_scale: jax.Array
+    uct_c: jax.Array
+    w_a: jax.Array
 
 
 def hyperparameters_from_config(cfg: Any) -> Hyperparameters:
@@ -66,6 +77,10 @@ def hyperparameters_from_config(cfg: Any) -> Hyperparameters:
         kappa=scalar(cfg.search.kappa),
         c_puct=scalar(cfg.search.c_puct),
         pb_c_init=scalar(cfg.search.pb_c_init),
+        c_visit=scalar(cfg.search.c_visit),
+        c_scale=scalar(cfg.search.c_scale),
+        uct_c=scalar(cfg.search.uct_c),
+        w_a=scalar(cfg.search.w_a),
     )
 
 
@@ -78,7 +93,8 @@ def search_overrides(rule: str, hyperparams: Hyperparameters | None) -> dict[str
 
     Returns:
       ``{"kappa": ...}`` for curiosity, ``{"c_puct": ..., "pb_c_init": ...}`` for PUCT
-      (the policy uses the one of its form), ``{}`` otherwise.
+      (the policy uses the one of its form), ``{"c_visit": ..., "c_scale": ...}`` for
+      Gumbel, ``{"c_b": uct_c, "w_a": ...}`` for UCT-P-NN (ExIt).
     """
     if hyperparams is None:
         return {}
@@ -86,6 +102,10 @@ def search_overrides(rule: str, hyperparams: Hyperparameters | None) -> dict[str
         return {"kappa": hyperparams.kappa}
     if rule == "puct":
         return {"c_puct": hyperparams.c_puct, "pb_c_init": hyperparams.pb_c_init}
+    if rule == "gumbel":
+        return {"c_visit": hyperparams.c_visit, "c_scale": hyperparams.c_scale}
+    if rule == "uct_p_nn":
+        return {"c_b": hyperparams.uct_c, "w_a": hyperparams.w_a}
     return {}
 
 
