@@ -5,6 +5,7 @@
     with atomic_path(cache_dir / "table.npy") as tmp:  # any writer that takes a path
         with tmp.open("wb") as file:
             np.save(file, values)
+    write_csv_atomically(out / "table.csv", rows)      # a header of every key
 
 Every write goes to a fresh temporary file in the destination's own folder (so the final
 ``os.replace`` is a same-filesystem, atomic rename) and replaces the destination only
@@ -23,10 +24,12 @@ This module sits outside the layers (``envs`` -> ``search`` -> ``nets`` -> ``tra
 from __future__ import annotations
 
 import contextlib
+import csv
 import os
 import secrets
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 TEMP_SUFFIX = ".tmp"
 
@@ -86,4 +89,26 @@ def write_text_atomically(
     return write_bytes_atomically(path, text.encode(encoding), fsync=fsync)
 
 
-__all__ = ["TEMP_SUFFIX", "atomic_path", "write_bytes_atomically", "write_text_atomically"]
+def write_csv_atomically(path: str | os.PathLike[str], rows: Sequence[Mapping[str, Any]]) -> Path:
+    """Writes ``rows`` as a CSV table to ``path`` atomically; returns ``path``.
+
+    The header is every key of ``rows`` in first-seen order (missing values are empty);
+    the parent folder is created if needed.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    keys = list(dict.fromkeys(key for row in rows for key in row))
+    with atomic_path(path) as tmp, tmp.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=keys)
+        writer.writeheader()
+        writer.writerows(rows)
+    return path
+
+
+__all__ = [
+    "TEMP_SUFFIX",
+    "atomic_path",
+    "write_bytes_atomically",
+    "write_csv_atomically",
+    "write_text_atomically",
+]

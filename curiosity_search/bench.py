@@ -15,6 +15,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from curiosity_search.atomic_io import write_csv_atomically
+
 DEFAULT_OUT_DIR = Path("results/bench")
 
 
@@ -81,12 +83,7 @@ def bench_main(args: argparse.Namespace) -> int:
             repeats=args.repeats,
             out_dir=None,
         )
-        path = args.out or out_dir / f"search_{device}.csv"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with path.open("w", newline="") as f:
-            writer = csv.DictWriter(f, fieldnames=list(rows[0]))
-            writer.writeheader()
-            writer.writerows(rows)
+        path = write_csv_atomically(args.out or out_dir / f"search_{device}.csv", rows)
         print(f"wrote {path}")
         return 0
     row = bench_train(args.cfg, repeats=args.repeats)

@@ -37,14 +37,13 @@ from __future__ import annotations
 
 import argparse
 import collections
-import csv
 import functools
-from pathlib import Path
 from unittest import mock
 
 import jax
 import jax.numpy as jnp
 
+from curiosity_search.atomic_io import write_csv_atomically
 from curiosity_search.search import (
     beliefs,
     compaction,
@@ -190,12 +189,8 @@ def main() -> None:
         rows += [{"component": name, "batch": batch, "num_simulations": args.sims,
                   "seconds": "", "time_vs_gumbel": "", "rows": count}
                  for name, count in sorted(counts.items())]
-    path = Path(args.out or f"results/bench/curiosity_time_split_{jax.default_backend()}.csv")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", newline="") as file:
-        writer = csv.DictWriter(file, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
+    path = write_csv_atomically(
+        args.out or f"results/bench/curiosity_time_split_{jax.default_backend()}.csv", rows)
     print(f"wrote {path}")
 
 

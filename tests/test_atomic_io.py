@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import csv
 import os
 import stat
 
 import numpy as np
 import pytest
 
-from curiosity_search.atomic_io import atomic_path, write_bytes_atomically, write_text_atomically
+from curiosity_search.atomic_io import (
+    atomic_path,
+    write_bytes_atomically,
+    write_csv_atomically,
+    write_text_atomically,
+)
 
 
 def _listing(folder):
@@ -112,3 +118,12 @@ def test_missing_folder_raises_and_creates_nothing(tmp_path):
     with pytest.raises(FileNotFoundError):
         write_text_atomically(tmp_path / "absent" / "config.yaml", "x: 1\n")
     assert _listing(tmp_path) == []
+
+
+def test_csv_header_is_every_key_in_first_seen_order(tmp_path):
+    rows = [{"policy": "gumbel", "seconds": 0.5}, {"policy": "puct", "rows": 3, "seconds": 1}]
+    path = write_csv_atomically(tmp_path / "deep" / "bench.csv", rows)  # folder created
+    assert path.read_text().splitlines() == ["policy,seconds,rows", "gumbel,0.5,", "puct,1,3"]
+    with path.open(newline="") as handle:
+        assert [row["rows"] for row in csv.DictReader(handle)] == ["", "3"]
+    assert _listing(path.parent) == ["bench.csv"]

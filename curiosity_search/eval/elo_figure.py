@@ -16,13 +16,13 @@ from typing import Any
 
 import numpy as np
 
+from curiosity_search.atomic_io import write_csv_atomically
 from curiosity_search.eval.elo import PairResult, fit_elo
 from curiosity_search.eval.frontier import fit_frontier
 from curiosity_search.eval.plot_common import (
     log_x_axis,
     number,
     numeric_sort_key,
-    write_csv,
     x_axis,
 )
 
@@ -135,5 +135,5 @@ def elo_figure(plt: Any, eval_rows: Sequence[dict], out: Path) -> None:
     fig.tight_layout()
     fig.savefig(out / "elo_vs_compute.png", dpi=120)
     plt.close(fig)
-    write_csv(out / "elo_vs_compute.csv", table)
-    write_csv(out / "frontier_fit.csv", fits or [{"board_size": ""}])
+    write_csv_atomically(out / "elo_vs_compute.csv", table)
+    write_csv_atomically(out / "frontier_fit.csv", fits or [{"board_size": ""}])

@@ -5,10 +5,8 @@ Never imports JAX; matplotlib is passed in as ``plt`` by the caller.
 
 from __future__ import annotations
 
-import csv
 import math
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -22,13 +20,6 @@ def number(value: Any) -> float:
         return math.nan
 
 
-def write_csv(path: Path, rows: Sequence[dict]) -> None:
-    """Writes ``rows`` to ``path`` with a header of every key, in first-seen order."""
-    keys = list(dict.fromkeys(k for row in rows for k in row))
-    with open(path, "w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=keys)
-        writer.writeheader()
-        writer.writerows(rows)
 
 
 def x_axis(rows: Sequence[dict]) -> tuple[str, str]:
@@ -77,6 +68,5 @@ __all__ = [
     "numeric_sort_key",
     "panel_grid",
     "wilson_interval",
-    "write_csv",
     "x_axis",
 ]

@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from curiosity_search.atomic_io import write_csv_atomically
 from curiosity_search.eval.elo_figure import elo_figure
 from curiosity_search.eval.learning_curves import optimal_move_figure
 from curiosity_search.eval.plot_common import (
@@ -44,7 +45,6 @@ from curiosity_search.eval.plot_common import (
     numeric_sort_key,
     panel_grid,
     wilson_interval,
-    write_csv,
     x_axis,
 )
 from curiosity_search.eval.variant_plots import (
@@ -229,7 +229,7 @@ def entropy_figure(plt: Any, metric_rows: list[dict], out: Path) -> list[dict]:
     fig.tight_layout()
     fig.savefig(out / "entropy_vs_flops.png", dpi=120)
     plt.close(fig)
-    write_csv(out / "entropy_vs_flops.csv", table or [{"metric": ""}])
+    write_csv_atomically(out / "entropy_vs_flops.csv", table or [{"metric": ""}])
     return table
 
 
@@ -247,7 +247,7 @@ def make_plots(dirs: Sequence[str | os.PathLike], out: str | os.PathLike) -> lis
         raise FileNotFoundError(f"no eval.csv or metrics.jsonl under {[str(d) for d in dirs]}")
     if eval_rows:
         curves = reference_curves(eval_rows)
-        write_csv(out / "win_rate_vs_flops.csv", curves)
+        write_csv_atomically(out / "win_rate_vs_flops.csv", curves)
         _score_figure(
             plt,
             curves,
@@ -256,7 +256,7 @@ def make_plots(dirs: Sequence[str | os.PathLike], out: str | os.PathLike) -> lis
             "Score vs the reference by board size",
             out / "win_rate_vs_flops.png",
         )
-        write_csv(out / "curiosity_vs_gumbel.csv", curves)
+        write_csv_atomically(out / "curiosity_vs_gumbel.csv", curves)
         _score_figure(
             plt,
             curves,
@@ -276,7 +276,7 @@ def make_plots(dirs: Sequence[str | os.PathLike], out: str | os.PathLike) -> lis
         entropy_figure(plt, metric_rows, out)
         rates = optimal_move_figure(plt, metric_rows, out)
         if rates:
-            write_csv(out / "optimal_move_rate.csv", rates)
+            write_csv_atomically(out / "optimal_move_rate.csv", rates)
     command = "curiosity-search plot " + " ".join(map(str, dirs)) + f" --out {out}"
     (out / "PLOTS_COMMAND.txt").write_text(command + "\n")
     return sorted(out.glob("*.png")) + sorted(out.glob("*.csv"))

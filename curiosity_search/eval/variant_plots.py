@@ -22,12 +22,12 @@ from typing import Any
 
 import numpy as np
 
+from curiosity_search.atomic_io import write_csv_atomically
 from curiosity_search.eval.learning_curves import RATE_KEYS, optimal_move_rows
 from curiosity_search.eval.plot_common import (
     log_x_axis,
     number,
     numeric_sort_key,
-    write_csv,
     x_axis,
 )
 
@@ -110,7 +110,7 @@ def variant_figure(
     fig.tight_layout()
     fig.savefig(out / "variants.png", dpi=120)
     plt.close(fig)
-    write_csv(out / "variants.csv", [*score_curves, *rate_curves])
+    write_csv_atomically(out / "variants.csv", [*score_curves, *rate_curves])
     return True
 
 

@@ -24,7 +24,6 @@ against ~7 us for a whole gumbel simulation per tree.
 
 from __future__ import annotations
 
-import csv
 import functools
 import time
 from collections.abc import Callable, Sequence
@@ -36,6 +35,7 @@ import jax.numpy as jnp
 import mctx
 import pgx
 
+from curiosity_search.atomic_io import write_csv_atomically
 from curiosity_search.search import policies
 from curiosity_search.search.base import RecurrentFnOutput, RootFnOutput
 from curiosity_search.search.curiosity import (
@@ -289,12 +289,7 @@ def bench_search(
                     f"  tree {row['tree_bytes'] / 2**20:7.2f} MiB (x{row['memory_ratio']:.2f})"
                 )
     if out_dir is not None:
-        path = Path(out_dir) / f"search_{device}.csv"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with path.open("w", newline="") as f:
-            writer = csv.DictWriter(f, fieldnames=list(rows[0]))
-            writer.writeheader()
-            writer.writerows(rows)
+        path = write_csv_atomically(Path(out_dir) / f"search_{device}.csv", rows)
         say(f"wrote {path}")
     return rows
 
