@@ -9,10 +9,11 @@ children are all proven, is proven with the minimax result (see ``curiosity.py``
 The walk runs on the whole batch at once, one tree level per iteration of a
 batch-level ``while_loop`` (no ``vmap`` of a per-tree loop): every tree's path
 advances one edge per level, and trees whose path has reached the root are inactive.
-The cheap O(A K) parts run on every tree; P(best), the O(A G) part, runs only on the
-active trees through ``compaction.compacted_map`` (at deep levels, where only a few
-trees still climb, it costs a fraction of the batch). The numbers are those of the
-per-tree walk: each ancestor sees its children's already updated beliefs.
+A parent's update (its children's beliefs gathered, P(best), the mixture, the proofs)
+runs only on the active trees, gathered into compacted slots
+(``compaction.compacted_map``): at deep levels, where only a few trees still climb,
+it costs a fraction of the batch. The numbers are those of the per-tree walk: each
+ancestor sees its children's already updated beliefs.
 
 Shapes: ``B`` batch, ``N`` nodes, ``A`` actions, ``K`` outcomes.
 """
@@ -31,14 +32,14 @@ from curiosity_search.search.compaction import compacted_map, default_slots
 from curiosity_search.search.tree import ROOT_INDEX, UNVISITED, Tree
 
 
-def _level(
+def _parent_update(
     tree: Tree,
-    child: chex.Array,
     node_beliefs: chex.Array,
     visits: chex.Array,
     proven: chex.Array,
     scores: chex.Array,
-    best: chex.Array,
+    tree_index: chex.Array,
+    child: chex.Array,
     *,
     kappa: chex.Numeric,
     grid_size: int,
@@ -46,47 +47,35 @@ def _level(
     two_player: bool,
     proven_strength: float,
     pbest_method: str,
-    slots: Sequence[int],
 ):
-    """One backup level: each active tree updates the parent of ``child [B]``.
+    """The new state of the parent of ``child [S]`` in trees ``tree_index [S]``.
 
     Args:
       node_beliefs ``[B, N, K]``, visits ``[B, N]``, proven ``[B, N]`` bool, scores
-      ``[B, N]``, best ``[B, N, A]`` (cumulative P(best) caches): the carried, partly
-      updated arrays.
+      ``[B, N]``: the carried, partly updated arrays of the whole batch (read only).
 
     Returns:
-      ``(parent [B] (the next level's child; the root stays), node_beliefs, visits,
-      proven, scores, best)`` with the parents' entries updated where active.
+      ``(belief [S, K], proven [S] bool, score [S], cumulative [S, A])``: the parent's
+      belief, proof state, exact score (0 if unproven) and running sum of P(best) over
+      its children.
     """
     extras = tree.node_extras
-    batch = jnp.arange(child.shape[0])
-    rows = batch[:, None]
-    active = child != ROOT_INDEX
-    # Inactive trees point at their root; their writes below are dropped.
-    parent = jnp.where(active, tree.parents[batch, child], ROOT_INDEX)
-    write_at = jnp.where(active, parent, tree.node_visits.shape[1])
-    visits = visits.at[batch, write_at].add(1, mode="drop")
-
-    index = tree.children_index[batch, parent]  # [B, A]
+    parent = tree.parents[tree_index, child]
+    index = tree.children_index[tree_index, parent]  # [S, A]
     expanded = index != UNVISITED
     safe = jnp.maximum(index, 0)
-    searched = node_beliefs[rows, safe]  # [B, A, K]
+    rows = tree_index[:, None]
+    searched = node_beliefs[rows, safe]  # [S, A, K]
     if two_player:
         searched = beliefs.flip_perspective(searched)
-    child_beliefs = jnp.where(expanded[..., None], searched, extras.action_beliefs[batch, parent])
-    invalid = extras.invalid[batch, parent]  # [B, A]
-
-    def pbest(concentrations, invalid):
-        weights = beliefs.best_arm_probability(concentrations, invalid, grid_size, pbest_method)
-        return weights, beliefs.cumulative_probability(weights)
-
-    weights, cumulative = compacted_map(pbest, active, child_beliefs, invalid,
-                                        slots=slots)  # [B, A] each
+    child_beliefs = jnp.where(expanded[..., None], searched,
+                              extras.action_beliefs[tree_index, parent])
+    invalid = extras.invalid[tree_index, parent]  # [S, A]
+    weights = beliefs.best_arm_probability(child_beliefs, invalid, grid_size, pbest_method)
     mixture = beliefs.summarize_mixture(weights, child_beliefs, belief_summary)
     evidence = jnp.sum(jnp.where(expanded, visits[rows, safe], 0), axis=-1)
-    blended = beliefs.combine_with_prior(extras.value_belief[batch, parent], mixture, evidence,
-                                         kappa)
+    blended = beliefs.combine_with_prior(extras.value_belief[tree_index, parent], mixture,
+                                         evidence, kappa)
 
     # Minimax proofs over the exact results of proven children (this mover's view).
     child_proven = expanded & proven[rows, safe] & ~invalid
@@ -97,16 +86,56 @@ def _level(
     all_proven = jnp.all(child_proven | invalid, axis=-1) & jnp.any(~invalid, axis=-1)
     newly_proven = wins | all_proven
     exact = beliefs.score_belief(proven_best, child_beliefs.shape[-1], proven_strength)
-    already = proven[batch, parent]
-    belief = jnp.where(already[:, None], node_beliefs[batch, parent],
+    already = proven[tree_index, parent]
+    belief = jnp.where(already[:, None], node_beliefs[tree_index, parent],
                        jnp.where(newly_proven[:, None], exact, blended))
-    score = jnp.where(already, scores[batch, parent],
+    score = jnp.where(already, scores[tree_index, parent],
                       jnp.where(newly_proven, proven_best, 0.0))
+    return belief, already | newly_proven, score, beliefs.cumulative_probability(weights)
+
+
+def _level(
+    tree: Tree,
+    child: chex.Array,
+    node_beliefs: chex.Array,
+    visits: chex.Array,
+    proven: chex.Array,
+    scores: chex.Array,
+    best: chex.Array,
+    *,
+    slots: Sequence[int],
+    **options,
+):
+    """One backup level: each active tree updates the parent of ``child [B]``.
+
+    The parents' new state (``_parent_update``, ``options`` its keyword arguments) is
+    computed on the active trees only, gathered into compacted slots
+    (``compaction.compacted_map``): at deep levels only a few trees still climb.
+
+    Args:
+      node_beliefs ``[B, N, K]``, visits ``[B, N]``, proven ``[B, N]`` bool, scores
+      ``[B, N]``, best ``[B, N, A]`` (cumulative P(best) caches): the carried, partly
+      updated arrays.
+
+    Returns:
+      ``(parent [B] (the next level's child; the root stays), node_beliefs, visits,
+      proven, scores, best)`` with the parents' entries updated where active.
+    """
+    batch = jnp.arange(child.shape[0])
+    active = child != ROOT_INDEX
+    # Inactive trees point at their root; their writes are dropped.
+    parent = jnp.where(active, tree.parents[batch, child], ROOT_INDEX)
+    write_at = jnp.where(active, parent, tree.node_visits.shape[1])
+    visits = visits.at[batch, write_at].add(1, mode="drop")
+    update = functools.partial(_parent_update, tree, node_beliefs, visits, proven, scores,
+                               **options)
+    belief, is_proven, score, cumulative = compacted_map(update, active, batch, child,
+                                                         slots=slots)
     return (
         parent,
         node_beliefs.at[batch, write_at].set(belief, mode="drop"),
         visits,
-        proven.at[batch, write_at].set(already | newly_proven, mode="drop"),
+        proven.at[batch, write_at].set(is_proven, mode="drop"),
         scores.at[batch, write_at].set(score, mode="drop"),
         best.at[batch, write_at].set(cumulative, mode="drop"),
     )
