@@ -9,17 +9,12 @@ compiles each policy once, warms it up, then times ``repeats`` searches.
 against ``mctx.muzero_policy`` (for PUCT-style rules) and ``mctx.gumbel_muzero_policy``
 (for Gumbel), and the tree memory (bytes of all tree arrays, embeddings included).
 
-The ``curiosity`` row runs ``curiosity_policy`` on ``make_hex_belief_model`` (the same
-MLP plus Beta belief heads) and is compared with OUR ``gumbel`` row, which runs on the
-plain model, in the same process (target: >= 0.7x gumbel's simulations/s). The belief
-model does a bit more work per evaluation: its ``recurrent_fn`` alone (pgx step +
-MLP + heads) took 1.26x (B = 64) and 1.38x (B = 256) the plain one's time on 2 shared
-CPU cores (391 vs 311 us, 1003 vs 726 us; 50 interleaved rounds, min). That is
-negligible next to curiosity's own cost: P(a is best) over A = 122 children on a
-G = 21 grid is ~0.5 ms per node on this CPU with ``pbest_method="accurate"`` (~30 us
-with ``"fast"``, which this row uses), once per ancestor per simulation and once per
-node a descent first stops on (see results/bench/README.md for what was measured),
-against ~7 us for a whole gumbel simulation per tree.
+The ``curiosity`` row runs ``curiosity_policy`` (fast P(best), its default) on
+``make_hex_belief_model`` (the same MLP plus Beta belief heads) and is compared with OUR
+``gumbel`` row, which runs on the plain model, in the same process (target: >= 0.7x
+gumbel's simulations/s). Where curiosity's time goes (the belief model alone, P(best)
+rows by site, a ceiling with P(best) stubbed out) is measured by
+``scripts/curiosity_time_split.py``; results/bench/README.md has the figures.
 """
 
 from __future__ import annotations
