@@ -200,9 +200,10 @@ def curiosity_policy(
       proven_strength: concentration of exact (terminal / solved) beliefs.
       pbest_method: ``"fast"`` (default) or ``"accurate"`` P(a is best) for every node,
         selection, backups and the root output (static; ``beliefs.best_arm_probability``).
-        ``"fast"`` is the default because P(best) is the search's whole cost: it is
-        16-18x faster for K = 2 (``[64, 122, 2]``: 1.8 vs 32 ms on this CPU) with max
-        abs error vs ``"accurate"`` <= 0.008 on flat, moderate and sharp Beta families
+        ``"fast"`` is the default because P(best) dominates the search's cost (~58% of
+        it even so, results/bench/README.md): it was 16-18x faster for K = 2 when it was
+        introduced (``[64, 122, 2]``: 1.8 vs 32 ms on the 2-core CPU), with max abs
+        error vs ``"accurate"`` <= 0.008 on flat, moderate and sharp Beta families
         (0.044 where 1e4-sharp and flat arms compete; identical arms exact). For K = 3 it
         uses a moment-matched Beta on the score, off by up to 0.05 on moderate and 0.45
         on flat (total concentration ~1) draw-heavy Dirichlets, whose score is
