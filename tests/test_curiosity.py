@@ -40,16 +40,18 @@ def kernel_selection_noise(rng_key, batch_size, num_simulations, max_depth):
 
 
 @pytest.mark.parametrize(
-    "num_outcomes,belief_summary,max_depth,terminal_fraction",
+    "num_outcomes,belief_summary,max_depth,terminal_fraction,pbest_method",
     [
-        (2, "average", None, 0.15),
-        pytest.param(3, "average", None, 0.15, marks=pytest.mark.slow),
+        (2, "average", None, 0.15, "accurate"),
+        (2, "average", None, 0.15, "fast"),  # the search's default P(best)
+        pytest.param(3, "average", None, 0.15, "accurate", marks=pytest.mark.slow),
         # Moment matching of near-Dirac mixtures hangs on P(best) of ~1e-7 (its float32
         # resolution), so this case runs without terminals.
-        pytest.param(3, "moment_match", 3, 0.0, marks=pytest.mark.slow),
+        pytest.param(3, "moment_match", 3, 0.0, "accurate", marks=pytest.mark.slow),
     ],
 )
-def test_kernel_matches_reference(num_outcomes, belief_summary, max_depth, terminal_fraction):
+def test_kernel_matches_reference(num_outcomes, belief_summary, max_depth, terminal_fraction,
+                                  pbest_method):
     batch_size, num_actions, num_simulations = 3, 5, 14
     model = BeliefHashModel(num_actions=num_actions, num_outcomes=num_outcomes, seed=7,
                             terminal_fraction=terminal_fraction)
@@ -60,7 +62,7 @@ def test_kernel_matches_reference(num_outcomes, belief_summary, max_depth, termi
     policy = jax.jit(functools.partial(
         curiosity_policy, recurrent_fn=model.recurrent_fn, num_simulations=num_simulations,
         max_depth=max_depth, kappa=2.5, belief_summary=belief_summary,
-        pbest_method="accurate"))  # the reference uses the accurate P(best)
+        pbest_method=pbest_method))
     out = policy(None, key, root, invalid_actions=jnp.asarray(invalid))
     tree = out.search_tree
     noise = kernel_selection_noise(key, batch_size, num_simulations,
@@ -71,7 +73,8 @@ def test_kernel_matches_reference(num_outcomes, belief_summary, max_depth, termi
             model.step, np.asarray(root.value_belief[b]), np.asarray(root.action_beliefs[b]),
             int(root.embedding[b]), num_simulations, invalid[b],
             lambda sim, depth, b=b: noise[sim, b, depth],
-            max_depth=max_depth, kappa=2.5, belief_summary=belief_summary)
+            max_depth=max_depth, kappa=2.5, belief_summary=belief_summary,
+            pbest_method=pbest_method)
         assert len(nodes) == tree.node_visits.shape[1]
         used = np.array([n is not None for n in nodes])
         reevaluations += int((~used).sum())

@@ -50,8 +50,9 @@ class BeliefNode:
 
 
 @functools.cache
-def _pbest_fn(grid_size: int):
-    return jax.jit(functools.partial(beliefs.best_arm_probability, grid_size=grid_size))
+def _pbest_fn(grid_size: int, method: str):
+    return jax.jit(functools.partial(beliefs.best_arm_probability, grid_size=grid_size,
+                                     method=method))
 
 
 def _exact_belief(score: float, num_outcomes: int, strength: float) -> np.ndarray:
@@ -93,6 +94,7 @@ def reference_curiosity_search(
     belief_summary: str = "average",
     two_player: bool = True,
     proven_strength: float = 1e4,
+    pbest_method: str = "accurate",
 ) -> list[BeliefNode | None]:
     """Runs the curiosity search on one root; returns its ``num_simulations + 1`` nodes.
 
@@ -107,8 +109,9 @@ def reference_curiosity_search(
       noise: ``noise(sim, depth) -> u`` the uniform in ``[0, 1)`` used to select at
         ``depth`` (root: 0) during simulation ``sim``: the action ``i`` with
         ``F[i - 1] <= u F[-1] < F[i]``, ``F`` the float32 running sum of P(best).
+      pbest_method: ``beliefs.best_arm_probability``'s method, as the kernel's.
     """
-    pbest = _pbest_fn(grid_size)
+    pbest = _pbest_fn(grid_size, pbest_method)
     max_depth = num_simulations if max_depth is None else max_depth
     root = BeliefNode(
         belief=np.asarray(root_value_belief, np.float64),
