@@ -8,11 +8,11 @@ folder per saved iteration (the number of completed iterations), each with two i
   wall time, positions generated, training FLOPs, and the resolved config the run
   was started with (so a resume can refuse a changed config).
 
-Older checkpoints: a state field named in ``ADDED_FIELDS`` (added to ``TrainState``
-after checkpoints were first written) that a checkpoint does not hold comes back as
-``None``; the caller fills it (``run`` sets ``hyperparams`` from the config). Any other
-mismatch is a ``CheckpointError``. ``CONFIG_FIELDS`` (the traced hyperparameters) are
-never written: they come from the config, so adding one does not break old checkpoints.
+Config fields: the state fields in ``CONFIG_FIELDS`` (the traced hyperparameters) come
+from the config, so they are saved as ``None`` and restored as ``None``, also from
+checkpoints written before the field existed; the caller fills them (``run`` sets
+``hyperparams`` from the config), and adding one does not break old checkpoints. Any
+other mismatch is a ``CheckpointError``.
 
 Saves are synchronous and atomic: orbax writes ``<iteration>.orbax-checkpoint-tmp-*``
 and renames it into place only once every file is written, so a crash mid-write
@@ -38,10 +38,8 @@ CHECKPOINT_DIRNAME = "checkpoints"
 _STATE_ITEM = "state"
 _HOST_ITEM = "host"
 _STEP_DIR = re.compile(r"^\d+$")
-# State fields added after checkpoints were first written: restored as None when absent.
-ADDED_FIELDS = ("hyperparams",)
-# State fields that come from the config, not from training: saved as None (a resume
-# sets them from the config), so their structure may change between versions.
+# State fields that come from the config, not from training: saved and restored as None
+# (a resume sets them from the config), so they may change, or be new, between versions.
 CONFIG_FIELDS = ("hyperparams",)
 
 
@@ -192,8 +190,7 @@ class CheckpointStore:
           step: which iteration to restore.
 
         Returns:
-          ``(state, counters)``; ``ADDED_FIELDS`` the checkpoint does not hold (it
-          predates them) come back as ``None``.
+          ``(state, counters)``; ``CONFIG_FIELDS`` come back as ``None``.
         """
         step = self._resolve_step(step)
         target_state, absent = self._without_unsaved_fields(target_state, step)
@@ -225,9 +222,9 @@ class CheckpointStore:
         return state, HostCounters.from_json(dict(restored[_HOST_ITEM]))
 
     def _without_unsaved_fields(self, target_state: Any, step: int) -> tuple[Any, set[str]]:
-        """``(target, absent)``: ``target_state`` with the ``ADDED_FIELDS`` that checkpoint
-        ``step`` lacks or stored as ``None`` set to ``None``, and the names it lacks
-        altogether. Targets without such fields come back unchanged."""
+        """``(target, absent)``: ``target_state`` with the ``CONFIG_FIELDS`` that checkpoint
+        ``step`` stored as ``None`` or lacks (it predates them) set to ``None``, and the
+        names it lacks altogether. Targets without such fields come back unchanged."""
         if not (dataclasses.is_dataclass(target_state) and hasattr(target_state, "replace")):
             return target_state, set()
         handler = ocp.StandardCheckpointHandler()  # reads the on-disk tree's structure
@@ -241,7 +238,7 @@ class CheckpointStore:
         if not isinstance(tree, Mapping):
             return target_state, set()
         fields = {field.name for field in dataclasses.fields(target_state)}
-        unsaved = {name for name in ADDED_FIELDS if name in fields and tree.get(name) is None}
+        unsaved = {name for name in CONFIG_FIELDS if name in fields and tree.get(name) is None}
         if not unsaved:
             return target_state, set()
         absent = {name for name in unsaved if name not in tree}
