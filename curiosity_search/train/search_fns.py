@@ -7,7 +7,8 @@ is from the player who moved, and ``discount = -1`` flips perspective (0 at term
 
 ``make_search(...)`` returns a function ``search(params, key, states) -> SearchResult``
 with the selection rule bound statically (``functools.partial``). Its float
-hyperparameters (curiosity's ``kappa``, PUCT's ``c_puct`` / ``pb_c_init``) come from
+hyperparameters (e.g. curiosity's ``kappa``, PUCT's ``c_puct`` / ``pb_c_init``; the
+rule's fields of ``hyperparams.Hyperparameters``, see ``search_overrides``) come from
 ``params``: plain network parameters search with the config's values as compile-time
 constants (evaluation players, agents); ``SearchParams(params, hyperparams)`` searches
 with the traced ``hyperparams.Hyperparameters`` instead (self-play in the compiled
@@ -208,8 +209,8 @@ def make_policy(search_cfg: Any, *, self_play: bool) -> Callable[..., Any]:
 
     Self-play adds exploration (PUCT root Dirichlet noise, Gumbel noise); evaluation
     (``self_play=False``) turns it off so that agents are deterministic. The bound
-    ``kappa`` / ``c_puct`` / ``pb_c_init`` are defaults: a caller passing
-    ``**search_overrides(rule, hyperparams)`` replaces them by traced values.
+    floats are defaults: a caller passing ``**search_overrides(rule, hyperparams)``
+    replaces the rule's ones by traced values.
     """
     from curiosity_search import search as search_lib
 
@@ -295,8 +296,8 @@ def make_search(
 ) -> SearchFn:
     """``search(params, key, states [B]) -> SearchResult`` for the configured rule.
 
-    ``params``: network parameters (the config's ``kappa`` / ``c_puct`` / ``pb_c_init``
-    compiled in) or ``SearchParams`` (those taken from its traced ``hyperparams``).
+    ``params``: network parameters (the config's search floats compiled in) or
+    ``SearchParams`` (the rule's floats taken from its traced ``hyperparams``).
     ``num_simulations == 0`` gives the raw network policy (argmax of legal logits).
     ``tree_candidates`` (static, needs regret heads and ``num_simulations >= 1``): fill
     ``SearchResult.tree_candidate`` (see ``tree_candidates`` for the cost).

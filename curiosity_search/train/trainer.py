@@ -15,9 +15,9 @@ buffer is still empty, which happens in the first iterations before any game end
 
 Static vs traced (DESIGN.md): the shapes, simulation counts, search rule and network
 are compiled in; the learning rate and the search's exploration constants (``kappa``,
-``c_puct``, ``pb_c_init``) are read from ``state.hyperparams`` (``hyperparams``), traced,
-so configs that differ only in them lower to the same program. ``init`` fills them from
-the config; the iteration returns them unchanged. Self-play's search gets them inside
+``c_puct``, ``c_visit``, ``w_a``, ...: ``hyperparams.Hyperparameters``) are read from
+``state.hyperparams``, traced, so configs that differ only in them lower to the same
+program. ``init`` fills them from the config; the iteration returns them unchanged. Self-play's search gets them inside
 its params (``search_fns.SearchParams``, or ``WarmStartParams.hyperparams``); the
 optimizer is built at learning rate 1 (its schedule's shape) and each update is
 multiplied by ``hyperparams.learning_rate`` (``optimizers.scale_updates``).
@@ -322,8 +322,8 @@ def build_trainer(
     """The trainer for ``cfg``; ``env``/``network``/``optimizer`` override the config's.
 
     The search rule, simulation counts, shapes and targets are static: each choice
-    compiles its own program; the learning rate, ``kappa``, ``c_puct`` and
-    ``pb_c_init`` are traced (``TrainState.hyperparams``). An ``optimizer`` passed here
+    compiles its own program; the learning rate and the search's floats are traced
+    (``TrainState.hyperparams``). An ``optimizer`` passed here
     is used as it is (its own learning rate; ``hyperparams.learning_rate`` unused).
     """
     env = env if env is not None else _env_from_config(cfg)

@@ -12,8 +12,8 @@ set, every expanded node gets a uniform prior over its legal moves and the outco
 one random playout (``search.rollouts``) as its value; the root too. The network is
 still evaluated once at the root, for ``network_value`` and the regret heads.
 The trainer passes ``use_rollouts = iterations < train.warm_start_iterations``, and
-its traced ``hyperparams`` (PUCT's ``c_puct`` / ``pb_c_init``; ``None``: the config's
-constants, see ``search_fns.SearchParams``).
+its traced ``hyperparams`` (the rule's floats, ``hyperparams.search_overrides``;
+``None``: the config's constants, see ``search_fns.SearchParams``).
 """
 
 from __future__ import annotations
