@@ -17,10 +17,11 @@ Static vs traced (DESIGN.md): the shapes, simulation counts, search rule and net
 are compiled in; the learning rate and the search's exploration constants (``kappa``,
 ``c_puct``, ``c_visit``, ``w_a``, ...: ``hyperparams.Hyperparameters``) are read from
 ``state.hyperparams``, traced, so configs that differ only in them lower to the same
-program. ``init`` fills them from the config; the iteration returns them unchanged. Self-play's search gets them inside
-its params (``search_fns.SearchParams``, or ``WarmStartParams.hyperparams``); the
-optimizer is built at learning rate 1 (its schedule's shape) and each update is
-multiplied by ``hyperparams.learning_rate`` (``optimizers.scale_updates``).
+program. ``init`` fills them from the config; the iteration returns them unchanged.
+Self-play's search gets them inside its params (``search_fns.SearchParams``, or
+``WarmStartParams.hyperparams``); the optimizer is built at learning rate 1 (its
+schedule's shape) and each update is multiplied by ``hyperparams.learning_rate``
+(``optimizers.scale_updates``).
 
 Static strategies bound at build time (no config branching inside the iteration):
 - ``begin_dataset`` (``train.dataset``): ``online`` keeps the replay (datasets
