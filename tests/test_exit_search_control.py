@@ -10,9 +10,8 @@ import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
-import pgx
 import pytest
-from train_fixtures import tiny_trainer
+from train_fixtures import play_tictactoe_with_restarts, tiny_trainer
 
 from curiosity_search.config import load_config
 from curiosity_search.nets import NetworkOutput
@@ -20,8 +19,7 @@ from curiosity_search.train import replay as replay_lib
 from curiosity_search.train.losses import bce_value_loss, compute_losses
 from curiosity_search.train.restarts import GoExploit, RegretGuided
 from curiosity_search.train.search_fns import SearchResult
-from curiosity_search.train.selfplay import SelfPlay
-from curiosity_search.train.targets import policy_target, record_positions
+from curiosity_search.train.targets import policy_target
 
 SLOW = pytest.mark.slow
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
@@ -166,55 +164,10 @@ def _uniform_search(params, key, states) -> SearchResult:
     ids=["go_exploit", "rgsc"],
 )
 def test_restarted_games_are_legal_continuations(control):
-    env = pgx.make("tic_tac_toe")
-    selfplay = SelfPlay(
-        env=env,
-        search=_uniform_search,
-        num_moves=30,
-        sampling_moves=9,
-        random_opening_moves=2,
-        max_game_length=9,
-        policy_target="visits",
-        value_target="outcome",
-        control=control,
-        regrets=True,
-    )
-    states = jax.vmap(env.init)(jax.random.split(jax.random.key(0), 8))
-    example = jax.tree.map(
-        lambda x: x[0],
-        record_positions(
-            states,
-            _uniform_search(None, None, states),
-            jnp.zeros(8, jnp.int32),
-            policy_kind="visits",
-            value_kind="outcome",
-            action_beliefs=False,
-            regrets=True,
-        ),
-    )
-    replay = replay_lib.init_replay(example, 512)
-    states, records = selfplay.init_games(jax.random.key(1), 8, example)
-    control_state = selfplay.init_control(states)
-    play = jax.jit(selfplay.play)
-    restarted_seen = 0
-    for i in range(2):
-        states, records, replay, control_state, metrics = play(
-            None, jax.random.key(2 + i), states, records, replay, control_state
-        )
-        assert float(metrics["illegal_moves"]) == 0
-        restarted_seen += float(metrics["restart_fraction"])
-        # Every game, restarted or not, is a real position: ply = moves on the board.
-        marks = np.asarray(states.observation).reshape(8, -1).sum(axis=1)
-        np.testing.assert_array_equal(np.asarray(records.ply), np.asarray(states._step_count))
-        np.testing.assert_array_equal(marks, np.asarray(states._step_count))
-    assert restarted_seen > 0
-    buffer = control_state.buffer
-    assert np.asarray(buffer.valid).any()
-    stored = jax.tree.map(lambda x: np.asarray(x)[np.asarray(buffer.valid)], buffer.states)
-    assert not stored.terminated.any()  # finished games are never stored
-    np.testing.assert_array_equal(
-        stored.observation.reshape(len(stored.terminated), -1).sum(axis=1), stored._step_count
-    )
+    replay, per_round = play_tictactoe_with_restarts(
+        _uniform_search, control, num_moves=30, random_opening_moves=2, replay_capacity=512)
+    assert sum(float(metrics["restart_fraction"]) for metrics, _ in per_round) > 0
+    metrics = per_round[-1][0]
     size = int(replay.size)
     data = jax.tree.map(lambda x: np.asarray(x[:size]), replay.data)
     assert not (data.policy_target * ~data.legal_action_mask).any()

@@ -17,12 +17,11 @@ import numpy as np
 import pgx
 import pytest
 from flax import struct
-from train_fixtures import tiny_trainer
+from train_fixtures import play_tictactoe_with_restarts, tiny_trainer
 
 from curiosity_search import envs
 from curiosity_search.nets.models import NetworkOutput
 from curiosity_search.train import regret as regret_lib
-from curiosity_search.train import replay as replay_lib
 from curiosity_search.train.restarts import RegretGuided, make_search_control
 from curiosity_search.train.search_fns import (
     SearchResult,
@@ -31,8 +30,6 @@ from curiosity_search.train.search_fns import (
     make_search,
     root_from_output,
 )
-from curiosity_search.train.selfplay import SelfPlay
-from curiosity_search.train.targets import record_positions
 from curiosity_search.train.tree_candidates import TreeCandidate, tree_candidate
 
 NUM_SIMULATIONS = 8
@@ -284,59 +281,20 @@ def test_tracker_keeps_the_tree_node_with_position_minus_one_and_its_estimate():
 
 
 def test_selfplay_restarts_from_tree_nodes_are_legal_continuations():
-    env = pgx.make("tic_tac_toe")
-    network = StubNetwork(3 * 3 * 2, env.num_actions)
-    search = make_search(SEARCH_CFG, network, env, 4, self_play=True, tree_candidates=True)
+    network = StubNetwork(3 * 3 * 2, 9)
+    search = make_search(SEARCH_CFG, network, pgx.make("tic_tac_toe"), 4, self_play=True,
+                         tree_candidates=True)
     control = RegretGuided(restart_prob=0.8, capacity=8, tree_candidates=True)
-    selfplay = SelfPlay(
-        env=env,
-        search=search,
-        num_moves=24,
-        sampling_moves=9,
-        random_opening_moves=1,
-        max_game_length=9,
-        policy_target="visits",
-        value_target="outcome",
-        control=control,
-        regrets=True,
-    )
-    batch = 8
-    states = jax.vmap(env.init)(jax.random.split(jax.random.key(0), batch))
-    example = jax.tree.map(
-        lambda x: x[0],
-        record_positions(
-            states,
-            search(None, jax.random.key(9), states),
-            jnp.zeros(batch, jnp.int32),
-            policy_kind="visits",
-            value_kind="outcome",
-            action_beliefs=False,
-            regrets=True,
-        ),
-    )
-    replay = replay_lib.init_replay(example, 256)
-    states, records = selfplay.init_games(jax.random.key(1), batch, example)
-    control_state = selfplay.init_control(states)
-    play = jax.jit(selfplay.play)
-    restarted_seen, tree_positions = 0.0, 0
-    for i in range(2):
-        states, records, replay, control_state, metrics = play(
-            None, jax.random.key(2 + i), states, records, replay, control_state
-        )
-        assert float(metrics["illegal_moves"]) == 0
-        restarted_seen += float(metrics["restart_fraction"])
-        tree_positions += int(np.sum(np.asarray(control_state.games.tracker.position) == -1))
-        marks = np.asarray(states.observation).reshape(batch, -1).sum(axis=1)
-        np.testing.assert_array_equal(np.asarray(records.ply), np.asarray(states._step_count))
-        np.testing.assert_array_equal(marks, np.asarray(states._step_count))
+    _, per_round = play_tictactoe_with_restarts(
+        search, control, num_moves=24, random_opening_moves=1, replay_capacity=256)
+    restarted_seen = sum(float(metrics["restart_fraction"]) for metrics, _ in per_round)
+    tree_positions = sum(int(np.sum(np.asarray(state.games.tracker.position) == -1))
+                         for _, state in per_round)
     assert restarted_seen > 0 and tree_positions > 0
-    buffer = control_state.buffer
+    buffer = per_round[-1][1].buffer
     valid = np.asarray(buffer.valid)
-    assert valid.any()
     stored = jax.tree.map(lambda x: np.asarray(x)[valid], buffer.states)
-    assert not stored.terminated.any()
     marks = stored.observation.reshape(len(stored.terminated), -1).sum(axis=1)
-    np.testing.assert_array_equal(marks, stored._step_count)
     np.testing.assert_array_equal(stored.legal_action_mask.sum(axis=1), 9 - marks)
     assert np.isfinite(np.asarray(buffer.regrets)[valid]).all()
 
