@@ -10,7 +10,6 @@ measured side by side in one process: compare rows of one run, never across mach
 from __future__ import annotations
 
 import argparse
-import csv
 import time
 from pathlib import Path
 from typing import Any
@@ -18,16 +17,6 @@ from typing import Any
 from curiosity_search.atomic_io import write_csv_atomically
 
 DEFAULT_OUT_DIR = Path("results/bench")
-
-
-def _append_rows(path: Path, rows: list[dict[str, Any]]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    new_file = not path.exists()
-    with path.open("a", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
-        if new_file:
-            writer.writeheader()
-        writer.writerows(rows)
 
 
 def bench_train(cfg: Any, repeats: int = 3) -> dict[str, Any]:
@@ -76,20 +65,21 @@ def bench_main(args: argparse.Namespace) -> int:
     if args.kind == "search":
         from curiosity_search.search.bench import bench_search
 
-        out_dir = args.out.parent if args.out else DEFAULT_OUT_DIR
         rows = bench_search(
             batch_sizes=args.batch or (64, 256),
             num_simulations=args.sims or (32, 128),
             repeats=args.repeats,
             out_dir=None,
         )
-        path = write_csv_atomically(args.out or out_dir / f"search_{device}.csv", rows)
+        path = write_csv_atomically(args.out or DEFAULT_OUT_DIR / f"search_{device}.csv", rows)
         print(f"wrote {path}")
         return 0
+    from curiosity_search.eval.arena import append_csv
+
     row = bench_train(args.cfg, repeats=args.repeats)
     for key, value in row.items():
         print(f"{key:>22s}: {value}")
     path = args.out or DEFAULT_OUT_DIR / f"train_{device}.csv"
-    _append_rows(path, [row])
+    append_csv(path, [row])
     print(f"appended to {path}")
     return 0
