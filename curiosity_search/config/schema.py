@@ -64,6 +64,9 @@ class NetworkConfig:
     action_values: bool | None = doc(None, "bundle: per-action value beliefs (curiosity)")
     regret_heads: bool | None = doc(None, "ranking + regret heads; null means on for rgsc")
     compute_dtype: Literal["float32", "bfloat16"] = "float32"
+    conv_gradient: Literal["auto", "xla", "explicit"] = doc(
+        "auto", "resnet conv gradients: explicit on CPU (fast inside loops), xla elsewhere"
+    )
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ Conventions every caller relies on:
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import flax.linen as nn
@@ -29,6 +30,8 @@ import flax.struct
 import jax
 import jax.numpy as jnp
 import numpy as np
+
+from curiosity_search.nets.conv import CONV_GRADIENTS, conv_function
 
 CONCENTRATION_EPSILON = 1e-3
 """Added to softplus outputs so every concentration is strictly positive."""
@@ -105,19 +108,24 @@ def _concentrations(logits: jax.Array) -> jax.Array:
 class ResidualConvBlock(nn.Module):
     """conv3x3 - LayerNorm - relu - conv3x3 - LayerNorm, plus skip, then relu.
 
-    Convs feeding a LayerNorm have no bias (the norm's own bias replaces it).
+    Convs feeding a LayerNorm have no bias (the norm's own bias replaces it). ``conv``
+    is the ``conv_general_dilated`` given to ``nn.Conv`` (``conv.conv_function``; None:
+    ``lax``'s).
 
     ``[B, H, W, C] -> [B, H, W, C]``.
     """
 
     channels: int
     dtype: Any = jnp.float32
+    conv: Any = None
 
     @nn.compact
     def __call__(self, x: jax.Array) -> jax.Array:
-        y = nn.Conv(self.channels, (3, 3), use_bias=False, dtype=self.dtype, name="conv1")(x)
+        conv = functools.partial(nn.Conv, use_bias=False, dtype=self.dtype,
+                                 conv_general_dilated=self.conv)
+        y = conv(self.channels, (3, 3), name="conv1")(x)
         y = nn.relu(nn.LayerNorm(dtype=self.dtype, name="norm1")(y))
-        y = nn.Conv(self.channels, (3, 3), use_bias=False, dtype=self.dtype, name="conv2")(y)
+        y = conv(self.channels, (3, 3), name="conv2")(y)
         y = nn.LayerNorm(dtype=self.dtype, name="norm2")(y)
         return nn.relu(x + y)
 
@@ -131,14 +139,17 @@ class ResNetTrunk(nn.Module):
     blocks: int
     channels: int
     dtype: Any = jnp.float32
+    conv: Any = None
 
     @nn.compact
     def __call__(self, observation: jax.Array) -> jax.Array:
         x = observation.astype(self.dtype)
-        x = nn.Conv(self.channels, (3, 3), use_bias=False, dtype=self.dtype, name="stem_conv")(x)
+        x = nn.Conv(self.channels, (3, 3), use_bias=False, dtype=self.dtype,
+                    conv_general_dilated=self.conv, name="stem_conv")(x)
         x = nn.relu(nn.LayerNorm(dtype=self.dtype, name="stem_norm")(x))
         for index in range(self.blocks):
-            x = ResidualConvBlock(self.channels, dtype=self.dtype, name=f"block_{index}")(x)
+            x = ResidualConvBlock(self.channels, dtype=self.dtype, conv=self.conv,
+                                  name=f"block_{index}")(x)
         return x
 
 
@@ -185,7 +196,8 @@ class Head(nn.Module):
     Spatial features ``[B, H, W, C]`` are first reduced by a 1x1 conv to
     ``reduce_channels`` channels (relu) and flattened, as in AlphaZero; flat features
     ``[B, D]`` are used as they are. ``hidden > 0`` adds one relu Dense layer. The last
-    layer is named ``out``.
+    layer is named ``out``. ``conv``: the reduce conv's ``conv_general_dilated``
+    (as ``ResidualConvBlock``).
     """
 
     out_features: int
@@ -194,12 +206,14 @@ class Head(nn.Module):
     dtype: Any = jnp.float32
     out_bias_init: Any = nn.initializers.zeros
     out_kernel_init: Any = nn.linear.default_kernel_init
+    conv: Any = None
 
     @nn.compact
     def __call__(self, features: jax.Array) -> jax.Array:
         x = features
         if x.ndim == 4:
-            x = nn.Conv(self.reduce_channels, (1, 1), dtype=self.dtype, name="reduce")(x)
+            x = nn.Conv(self.reduce_channels, (1, 1), dtype=self.dtype,
+                        conv_general_dilated=self.conv, name="reduce")(x)
             x = nn.relu(x).reshape(x.shape[0], -1)
         if self.hidden:
             x = nn.relu(nn.Dense(self.hidden, dtype=self.dtype, name="hidden")(x))
@@ -231,31 +245,35 @@ class Network(nn.Module):
     action_values: bool = False
     regret_heads: bool = False
     compute_dtype: str = "float32"
+    conv_gradient: str = "auto"
 
     @nn.compact
     def __call__(self, observation: jax.Array) -> NetworkOutput:
         dtype = COMPUTE_DTYPES[self.compute_dtype]
+        conv = conv_function(self.conv_gradient)
+        head = functools.partial(Head, conv=conv)
         if self.trunk == "resnet":
-            features = ResNetTrunk(self.blocks, self.width, dtype=dtype, name="trunk")(observation)
+            features = ResNetTrunk(self.blocks, self.width, dtype=dtype, conv=conv,
+                                   name="trunk")(observation)
             value_hidden = self.width  # AlphaZero: reduce, Dense(hidden), out
         else:
             features = MLPTrunk(self.blocks, self.width, dtype=dtype, name="trunk")(observation)
             value_hidden = 0  # boardlaw: linear heads on the MLP features
         batch = observation.shape[0]
 
-        policy_logits = Head(self.num_actions, reduce_channels=2, dtype=dtype, name="policy_head")(
+        policy_logits = head(self.num_actions, reduce_channels=2, dtype=dtype, name="policy_head")(
             features
         )
 
         num_classes = belief_size(self.value_head)
         value_belief = None
         if self.value_head == "scalar":
-            raw = Head(1, reduce_channels=2, hidden=value_hidden, dtype=dtype, name="value_head")(
+            raw = head(1, reduce_channels=2, hidden=value_hidden, dtype=dtype, name="value_head")(
                 features
             )
             value = jnp.tanh(raw[:, 0])
         else:
-            raw = Head(
+            raw = head(
                 num_classes,
                 reduce_channels=2,
                 hidden=value_hidden,
@@ -269,7 +287,7 @@ class Network(nn.Module):
 
         action_beliefs = None
         if self.action_values:
-            raw = Head(
+            raw = head(
                 self.num_actions * num_classes,
                 reduce_channels=2 * num_classes,
                 dtype=dtype,
@@ -281,10 +299,10 @@ class Network(nn.Module):
 
         regret_rank = regret_value = None
         if self.regret_heads:
-            regret_rank = Head(
+            regret_rank = head(
                 1, reduce_channels=2, hidden=value_hidden, dtype=dtype, name="regret_rank_head"
             )(features)[:, 0]
-            raw = Head(
+            raw = head(
                 1, reduce_channels=2, hidden=value_hidden, dtype=dtype, name="regret_value_head"
             )(features)
             regret_value = jax.nn.softplus(raw[:, 0])
@@ -308,6 +326,7 @@ def make_network(
     action_values: bool = False,
     regret_heads: bool = False,
     compute_dtype: str = "float32",
+    conv_gradient: str = "auto",
 ) -> nn.Module:
     """Builds a :class:`Network` after validating its static configuration.
 
@@ -324,6 +343,9 @@ def make_network(
         regret_heads: add the regret ranking logit ``[B]`` and regret value ``[B]`` heads.
         compute_dtype: "float32" or "bfloat16" for the layers; parameters and outputs
             stay float32.
+        conv_gradient: how the ResNet's convolutions are differentiated
+            (``conv.CONV_GRADIENTS``): "auto" (default: "explicit" on the CPU, "xla"
+            elsewhere), "xla" or "explicit". Same parameters and values either way.
 
     Returns:
         An unbound flax module: ``variables = model.init(key, observation)``,
@@ -335,6 +357,8 @@ def make_network(
         raise ValueError(f"value_head must be one of {VALUE_HEADS}, got {value_head!r}")
     if compute_dtype not in COMPUTE_DTYPES:
         raise ValueError(f"compute_dtype must be one of {tuple(COMPUTE_DTYPES)}")
+    if conv_gradient not in CONV_GRADIENTS:
+        raise ValueError(f"conv_gradient must be one of {CONV_GRADIENTS}, got {conv_gradient!r}")
     if action_values and value_head == "scalar":
         raise ValueError("action_values needs a belief value head ('beta' or 'dirichlet')")
     if blocks < 0 or width < 1 or num_actions < 1:
@@ -348,4 +372,5 @@ def make_network(
         action_values=action_values,
         regret_heads=regret_heads,
         compute_dtype=compute_dtype,
+        conv_gradient=conv_gradient,
     )

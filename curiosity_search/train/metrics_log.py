@@ -7,6 +7,8 @@ soon as the iteration ends, so a killed run loses nothing it had finished. Keys:
 - ``wall_time_s``: training wall time so far (the compiled iterations, the first one's
   compilation included; evaluation and checkpointing excluded), summed over sessions;
   ``iteration_time_s`` and ``positions_per_s`` for this iteration alone;
+  ``host_time_s``: the host work after the previous iteration of this session (its
+  evaluation, metrics write, checkpoint and progress bar; 0 for a session's first);
 - ``positions``: self-play positions generated so far; ``train_flops``: the estimated
   network FLOPs so far (``run_accounting.ComputeModel``);
 - every scalar metric the trainer returns (``loss``, ``policy_loss``, ``grad_norm``...);

@@ -227,11 +227,13 @@ def _loop(
     with log:
         if limit is not None and counters.wall_time_s >= limit and counters.iteration < total:
             status = "time_limit"
+        host_time = 0.0  # the previous iteration's host work (none before the first)
         while status == "completed" and counters.iteration < total:
             start = time.perf_counter()
             state, metrics = step(state, jax.random.fold_in(root, counters.iteration))
             metrics = _scalars(metrics)  # waits for the iteration
-            elapsed = time.perf_counter() - start
+            step_end = time.perf_counter()
+            elapsed = step_end - start
             positions, flops = compute.iteration(metrics)
             counters = dataclasses.replace(
                 counters,
@@ -248,6 +250,7 @@ def _loop(
                 **metrics,  # the host's counters below win over same-named metrics
                 "wall_time_s": counters.wall_time_s,
                 "iteration_time_s": elapsed,
+                "host_time_s": host_time,
                 "positions_per_s": positions / elapsed if elapsed > 0 else None,
                 "positions": counters.positions,
                 "train_flops": counters.train_flops,
@@ -273,6 +276,7 @@ def _loop(
             if done or counters.iteration % cfg.checkpoint.every == 0:
                 store.save(state, counters)
             log.progress(counters.iteration, progress_postfix(row, latest_eval))
+            host_time = time.perf_counter() - step_end
     if status != "nonfinite":
         if status == "time_limit":
             message = (f"time limit {limit:g}s reached after {counters.iteration} "

@@ -20,7 +20,7 @@ from typing import Any
 import jax
 
 # Row keys that measure time: the only ones that differ between identical runs.
-TIMING_KEYS = ("wall_time_s", "iteration_time_s", "positions_per_s")
+TIMING_KEYS = ("wall_time_s", "iteration_time_s", "host_time_s", "positions_per_s")
 
 
 @dataclasses.dataclass(frozen=True)

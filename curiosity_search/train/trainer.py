@@ -79,6 +79,7 @@ def _network_from_config(cfg: Any, num_actions: int) -> Any:
         action_values=net.action_values,
         regret_heads=net.regret_heads,
         compute_dtype=net.compute_dtype,
+        conv_gradient=net.conv_gradient,
     )
 
 
@@ -232,60 +233,81 @@ class Trainer:
     ) -> tuple[TrainState, dict[str, jax.Array]]:
         """``S`` self-play moves, then ``K`` updates. Jit with ``donate_argnums=0``.
 
-        Returns the new state and scalar metrics: the losses and entropies (means over
-        the ``K`` updates), ``grad_norm``, self-play statistics, ``replay_size`` and the
-        counters after the iteration. ``state.hyperparams`` (traced) is returned
-        unchanged; a state without it (``None``) uses the config's values, compiled in.
+        ``self_play_phase`` then ``update_phase`` with the two halves of one split of
+        ``key``: one compiled program. Returns the new state and scalar metrics: the
+        losses and entropies (means over the ``K`` updates), ``grad_norm``, self-play
+        statistics, ``replay_size`` and the counters after the iteration.
+        ``state.hyperparams`` (traced) is returned unchanged; a state without it
+        (``None``) uses the config's values, compiled in.
         """
         play_key, train_key = jax.random.split(key)
-        hyperparams = state.hyperparams
-        if hyperparams is None:
-            hyperparams = hyperparameters_from_config(self.cfg)
-        learning_rate = (
-            hyperparams.learning_rate if self.scale_updates_by_learning_rate else None
+        state, play_metrics = self.self_play_phase(state, play_key)
+        state, per_update = self.update_phase(state, train_key)
+        trained = (state.replay.size > 0).astype(jnp.int32)
+        previous = state.counters
+        counters = Counters(
+            iterations=previous.iterations + 1,
+            updates=previous.updates + trained * self.updates_per_iteration,
+            positions=previous.positions + float(self.batch_size * self.selfplay.num_moves),
+            games=previous.games + play_metrics["games_finished"],
         )
+        metrics = {**_mean_over_updates(per_update), **play_metrics}
+        metrics["replay_size"] = state.replay.size
+        metrics["iterations"] = counters.iterations
+        metrics["updates"] = counters.updates
+        metrics["positions"] = counters.positions
+        metrics["games"] = counters.games
+        return state.replace(counters=counters), metrics
+
+    def _hyperparams(self, state: TrainState) -> Hyperparameters:
+        if state.hyperparams is None:
+            return hyperparameters_from_config(self.cfg)
+        return state.hyperparams
+
+    def self_play_phase(
+        self, state: TrainState, key: jax.Array
+    ) -> tuple[TrainState, dict[str, jax.Array]]:
+        """The iteration's first half: the dataset rule, then ``S`` self-play moves.
+
+        Returns the state with new games, records, replay and search control (parameters
+        and counters unchanged) and the self-play metrics. Jitted on its own, it is what
+        ``bench train`` times as self-play.
+        """
         replay = self.begin_dataset(state.replay)
-        expert = self.expert_params(state.params, state.counters.iterations, hyperparams)
+        expert = self.expert_params(
+            state.params, state.counters.iterations, self._hyperparams(state)
+        )
         games, records, replay, control, play_metrics = self.selfplay.play(
-            expert, play_key, state.games, state.records, replay, state.control
+            expert, key, state.games, state.records, replay, state.control
+        )
+        state = state.replace(games=games, records=records, replay=replay, control=control)
+        return state, play_metrics
+
+    def update_phase(
+        self, state: TrainState, key: jax.Array
+    ) -> tuple[TrainState, dict[str, jax.Array]]:
+        """The iteration's second half: ``K`` updates in a ``lax.scan``, ``key`` split ``K``
+        ways. Returns the state with new parameters and optimizer state and the metrics
+        of each update, ``[K]`` each. Jitted on its own, ``bench train``'s update time.
+        """
+        learning_rate = (
+            self._hyperparams(state).learning_rate
+            if self.scale_updates_by_learning_rate else None
         )
 
         def update_step(carry: tuple, update_key: jax.Array) -> tuple:
             params, opt_state = carry
             params, opt_state, metrics = self.update(
-                params, opt_state, update_key, replay, learning_rate
+                params, opt_state, update_key, state.replay, learning_rate
             )
             return (params, opt_state), metrics
 
         (params, opt_state), per_update = jax.lax.scan(
             update_step,
             (state.params, state.opt_state),
-            jax.random.split(train_key, self.updates_per_iteration),
+            jax.random.split(key, self.updates_per_iteration),
         )
-        trained = (replay.size > 0).astype(jnp.int32)
-        counters = Counters(
-            iterations=state.counters.iterations + 1,
-            updates=state.counters.updates + trained * self.updates_per_iteration,
-            positions=state.counters.positions + float(self.batch_size * self.selfplay.num_moves),
-            games=state.counters.games + play_metrics["games_finished"],
-        )
-        metrics = {**_mean_over_updates(per_update), **play_metrics}
-        metrics["replay_size"] = replay.size
-        metrics["iterations"] = counters.iterations
-        metrics["updates"] = counters.updates
-        metrics["positions"] = counters.positions
-        metrics["games"] = counters.games
-        new_state = TrainState(
-            params=params,
-            opt_state=opt_state,
-            replay=replay,
-            games=games,
-            records=records,
-            counters=counters,
-            control=control,
-            hyperparams=state.hyperparams,
-        )
-        return new_state, metrics
+        return state.replace(params=params, opt_state=opt_state), per_update
 
     def make_search(self, num_simulations: int, *, self_play: bool = False) -> SearchFn:
         """The run's search rule at ``num_simulations`` (0: the raw network policy)."""
