@@ -10,6 +10,12 @@ generic walker (``build``) turns a plain mapping into the dataclass tree and rai
     selfplay.batch_size: 0 is not a positive integer
     search.rule: 'pucct' is not one of puct, gumbel, curiosity, uct_p_nn
     unknown key 'serch' (allowed: algorithm, seed, ...; did you mean 'search'?)
+    optimizer.learning_rate: inf is not a positive number (numbers must be finite)
+    seed: 100000000000000000000000 is not a non-negative integer (integers must fit
+      in int32: -2147483648 to 2147483647)
+
+Every number must be finite (NaN and infinities are rejected) and every integer must
+fit in a signed 32-bit integer, whatever its range says.
 
 Adding a field is one line in a section class, e.g.::
 
@@ -29,8 +35,13 @@ import typing
 from collections.abc import Mapping
 from typing import Any, Literal, Union
 
+from curiosity_search.errors import UserError
 
-class ConfigError(ValueError):
+# JAX computes in 32-bit integers by default: shapes and counters past this fail.
+INT_MAX = 2**31 - 1
+
+
+class ConfigError(UserError, ValueError):
     """A config file, override or value is invalid; the message names the key path."""
 
 
@@ -181,8 +192,8 @@ def check_value(value: Any, tp: Any, metadata: Mapping[str, Any], path: str) -> 
 
     original = value
 
-    def fail() -> ConfigError:
-        return ConfigError(f"{path}: {show(original)} is not {_expected(tp, metadata)}")
+    def fail(why: str = "") -> ConfigError:
+        return ConfigError(f"{path}: {show(original)} is not {_expected(tp, metadata)}{why}")
 
     if dataclasses.is_dataclass(tp):
         return build(tp, value, path)
@@ -202,12 +213,21 @@ def check_value(value: Any, tp: Any, metadata: Mapping[str, Any], path: str) -> 
     elif tp is int:
         if isinstance(value, bool) or not isinstance(value, int):
             raise fail()
+        if not -INT_MAX - 1 <= value <= INT_MAX:
+            raise fail(f" (integers must fit in int32: {-INT_MAX - 1} to {INT_MAX})")
     elif tp is float:
         if isinstance(value, str) and _FLOAT_TEXT.match(value.strip()):
             value = float(value)  # YAML 1.1 reads 1e-3 as a string
-        if isinstance(value, bool) or not isinstance(value, int | float) or math.isnan(value):
+        if isinstance(value, bool) or not isinstance(value, int | float):
             raise fail()
-        value = float(value)
+        try:
+            value = float(value)
+        except OverflowError:  # an int too large for a float
+            raise fail(" (numbers must be finite)") from None
+        if math.isnan(value):
+            raise fail()
+        if not math.isfinite(value):
+            raise fail(" (numbers must be finite)")
     elif tp is str:
         if not isinstance(value, str):
             raise fail()

@@ -1,4 +1,10 @@
-"""YAML files, ``extends`` chains, ``--set`` overrides, and the dict <-> Config round trip."""
+"""YAML files, ``extends`` chains, ``--set`` overrides, and the dict <-> Config round trip.
+
+YAML is read by ``UniqueKeyLoader`` (pyyaml's safe loader that rejects a key repeated in
+one mapping, where plain YAML keeps the last); a file that is not UTF-8 text, not
+valid YAML, or whose top level is not a mapping is a ``ConfigError`` naming the file,
+as is a config that says nothing at all (an empty file and no overrides).
+"""
 
 from __future__ import annotations
 
@@ -29,20 +35,72 @@ def deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str
     return merged
 
 
-def _read_yaml(path: Path) -> dict[str, Any]:
+class UniqueKeyLoader(yaml.SafeLoader):
+    """``yaml.SafeLoader`` that raises ``yaml.constructor.ConstructorError`` on a key
+    repeated within one mapping (merge keys ``<<`` may still be overridden)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
+        seen: dict[Any, yaml.Node] = {}
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            key = self.construct_object(key_node, deep=deep)
+            try:
+                first = seen.setdefault(key, key_node)
+            except TypeError:  # an unhashable key: the base class reports it
+                continue
+            if first is not key_node:
+                raise yaml.constructor.ConstructorError(
+                    "while constructing a mapping", node.start_mark,
+                    f"found duplicate key {key!r} (first at line {first.start_mark.line + 1})",
+                    key_node.start_mark,
+                )
+        return super().construct_mapping(node, deep=deep)
+
+
+def parse_yaml(text: str, source: str) -> Any:
+    """Parses YAML ``text`` with ``UniqueKeyLoader``; errors name ``source`` and the line.
+
+    Raises ``ConfigError`` for invalid YAML and duplicate keys.
+    """
     try:
-        text = path.read_text()
-    except FileNotFoundError:
-        raise ConfigError(f"config file not found: {path}") from None
-    except OSError as err:
-        raise ConfigError(f"cannot read config file {path}: {err.strerror}") from None
-    try:
-        data = yaml.safe_load(text)
+        return yaml.load(text, Loader=UniqueKeyLoader)
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
-        problem = getattr(err, "problem", None) or "syntax error"
-        raise ConfigError(f"{path}: invalid YAML{where}: {problem}") from None
+        problem = getattr(err, "problem", None) or str(err).splitlines()[0][:120]
+        raise ConfigError(f"{source}: invalid YAML{where}: {problem}") from None
+    except ValueError as err:  # e.g. an integer with more digits than Python converts
+        raise ConfigError(f"{source}: invalid YAML: {str(err)[:120]}") from None
+
+
+def read_yaml_file(path: str | os.PathLike[str], what: str = "config file") -> Any:
+    """The YAML document in ``path`` (``None`` when the file is empty).
+
+    Raises ``ConfigError`` naming the file when it is missing, unreadable, a folder,
+    not UTF-8 text, invalid YAML or holds a duplicate key.
+    """
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise ConfigError(f"{what} not found: {path}") from None
+    except IsADirectoryError:
+        raise ConfigError(f"{what} {path} is a folder, not a YAML file") from None
+    except OSError as err:
+        raise ConfigError(f"cannot read {what} {path}: {err.strerror}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise ConfigError(
+            f"{path}: not a text file (byte 0x{data[err.start]:02x} at offset {err.start} "
+            "is not UTF-8); a config is YAML text"
+        ) from None
+    return parse_yaml(text, str(path))
+
+
+def _read_yaml(path: Path) -> dict[str, Any]:
+    data = read_yaml_file(path)
     if data is None:
         return {}
     if not isinstance(data, Mapping):
@@ -81,8 +139,8 @@ def parse_override(text: str) -> tuple[list[str], Any]:
     if any(not p for p in parts):
         raise ConfigError(f"override '{text}': '{key}' is not a dotted key path")
     try:
-        value = yaml.safe_load(raw) if raw.strip() else None
-    except yaml.YAMLError:
+        value = yaml.load(raw, Loader=UniqueKeyLoader) if raw.strip() else None
+    except (yaml.YAMLError, ValueError):
         value = raw  # e.g. an unbalanced quote: keep the text, the schema will judge it
     return parts, value
 
@@ -127,8 +185,18 @@ def config_to_dict(cfg: Config) -> dict[str, Any]:
 
 
 def load_config(path: str | os.PathLike[str], overrides: Sequence[str] = ()) -> Config:
-    """Loads ``path`` (following ``extends``), applies ``overrides`` and validates."""
-    return config_from_dict(apply_overrides(load_raw(path), overrides))
+    """Loads ``path`` (following ``extends``), applies ``overrides`` and validates.
+
+    A config that sets nothing (an empty or comment-only file, no overrides) is refused
+    rather than silently meaning the schema defaults.
+    """
+    raw = load_raw(path)
+    if not raw and not overrides:
+        raise ConfigError(
+            f"{path}: the config is empty (no keys); write its settings, e.g. "
+            "`extends: base.yaml` plus the keys to change"
+        )
+    return config_from_dict(apply_overrides(raw, overrides))
 
 
 def dump_config(cfg: Config) -> str:
