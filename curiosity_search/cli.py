@@ -14,20 +14,27 @@ explain    ``curiosity_search.eval.explain.explain_main(args)``
 =========  ==================================================
 
 A handler returns an exit code (``None`` means 0). Until its module exists, a verb
-prints "`<verb>` is not built yet" and exits 0. A ``ConfigError`` anywhere prints
-``error: <message>`` on one line and exits 2; usage errors exit 2 through argparse.
+prints "`<verb>` is not built yet" and exits 0. A ``UserError`` anywhere (a bad
+config, run directory, checkpoint or sweep file: ``curiosity_search.errors``) or an
+``OSError`` (a file that cannot be read or written) prints ``error: <message>`` on one
+line and exits 2; usage errors exit 2 through argparse. Warnings raised by the package
+(a damaged checkpoint skipped, a hole in ``metrics.jsonl``) print as one
+``warning: <message>`` line. A closed stdout (``... | head``) ends the command quietly.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
 
 from curiosity_search import __version__
+from curiosity_search.errors import UserError
 
 PROG = "curiosity-search"
 
@@ -46,7 +53,7 @@ HANDLERS: dict[str, tuple[str, str]] = {
 NO_JAX_VERBS = frozenset({"plot"})
 
 
-class UsageError(Exception):
+class UsageError(UserError):
     """A flag combination argparse cannot express; printed as ``error: ...``, exit 2."""
 
 
@@ -112,10 +119,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--config", type=Path, help="YAML config (may `extends:` another)")
     _add_overrides(p)
     p.add_argument("--workdir", type=Path, help="run directory (default: runs/<config stem>)")
-    p.add_argument(
+    again = p.add_mutually_exclusive_group()
+    again.add_argument(
         "--resume",
         action="store_true",
-        help="continue from the last checkpoint in --workdir (--config optional then)",
+        help="continue from the newest good checkpoint in --workdir (--config optional then)",
+    )
+    again.add_argument(
+        "--restart",
+        action="store_true",
+        help="delete the run in --workdir (checkpoints, metrics, TensorBoard, evaluation) "
+        "and start over",
     )
 
     p = verbs.add_parser("eval", help="play a checkpoint against an opponent")
@@ -197,23 +211,39 @@ def prepare_train(args: argparse.Namespace) -> None:
 
     Sets ``args.cfg`` (the resolved ``Config``), ``args.workdir`` (a ``Path``) and, for
     ``--resume`` without ``--config``, ``args.config`` (the run's saved ``config.yaml``).
-    ``config.yaml`` is written only into a workdir that has none yet: an existing run's
-    file is left for the train layer, which rewrites it once the workdir checks pass.
+    The workdir must be able to hold a run (``workdir_lock.check_workdir``; with
+    ``--resume`` it must exist). ``config.yaml`` is written only into a workdir that has
+    none yet: an existing run's file is left for the train layer, which rewrites it once
+    the workdir checks and the restore have passed.
     """
-    from curiosity_search.config import load_config, save_config
+    from curiosity_search.config import ConfigError, load_config, save_config
+    from curiosity_search.train.workdir_lock import RunDirError, check_workdir
 
+    resume = bool(getattr(args, "resume", False))
     if args.config is None:
-        if not (args.resume and args.workdir is not None):
+        if not (resume and args.workdir is not None):
             raise UsageError("train needs --config FILE (or --resume --workdir DIR)")
+        check_workdir(args.workdir, must_exist=True)
         args.config = args.workdir / "config.yaml"
         if not args.config.exists():
             raise UsageError(f"--resume: {args.config} not found; pass --config FILE")
-    args.cfg = load_config(args.config, args.set)
+        try:
+            args.cfg = load_config(args.config, args.set)
+        except ConfigError as error:
+            raise ConfigError(f"{error}; pass --config FILE (the run's config) to resume") \
+                from None
+    else:
+        args.cfg = load_config(args.config, args.set)
     if args.workdir is None:
         args.workdir = Path("runs") / args.config.stem
+    check_workdir(args.workdir, must_exist=resume)
     target = args.workdir / "config.yaml"
     if not target.exists():
-        save_config(args.cfg, target)
+        try:
+            save_config(args.cfg, target)
+        except OSError as error:
+            raise RunDirError(f"cannot write to run directory {args.workdir}: "
+                              f"{error.strerror or error}; choose another --workdir") from None
 
 
 def prepare_bench(args: argparse.Namespace) -> None:
@@ -258,26 +288,58 @@ def dispatch(verb: str, args: argparse.Namespace) -> int:
     return 0 if result is None else int(result)
 
 
+DEFAULT_FORMATWARNING = warnings.formatwarning
+
+
+def one_line_warning(
+    message: Warning | str, category: type[Warning], filename: str, lineno: int,
+    line: str | None = None,
+) -> str:
+    """``warnings.formatwarning`` for the CLI: the package's own warnings as one
+    ``warning: ...`` line, every other warning as Python formats it."""
+    if category.__module__.startswith("curiosity_search") or "curiosity_search" in filename:
+        return f"warning: {message}\n"
+    return DEFAULT_FORMATWARNING(message, category, filename, lineno, line)
+
+
+def _quiet_stdout() -> None:
+    """Points stdout at /dev/null once its reader has gone (no second BrokenPipeError
+    when Python flushes it at exit)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Runs the command line ``argv`` (default ``sys.argv[1:]``); returns the exit code."""
-    from curiosity_search.config import ConfigError
-
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
     except SystemExit as exit_:  # --help (0) and usage errors (2)
         return exit_.code if isinstance(exit_.code, int) else 2
+    previous_format = warnings.formatwarning
+    warnings.formatwarning = one_line_warning
     try:
         prepare = PREPARE.get(args.command)
         if prepare is not None:
             prepare(args)
         return dispatch(args.command, args)
-    except (ConfigError, UsageError) as err:
+    except UserError as err:  # ConfigError, RunDirError, CheckpointError, SweepError...
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        _quiet_stdout()
+        return 141  # 128 + SIGPIPE, as if the shell had stopped us
+    except OSError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    finally:
+        warnings.formatwarning = previous_format
 
 
 if __name__ == "__main__":

@@ -18,21 +18,39 @@ Saves are synchronous and atomic: orbax writes ``<iteration>.orbax-checkpoint-tm
 and renames it into place only once every file is written, so a crash mid-write
 leaves the previous checkpoint as the latest complete one. Leftover temporary
 folders are ignored (and removed the next time a writable store is opened).
+
+Damage: after each save, ``checksums.json`` in the checkpoint folder records the size
+and CRC-32 of every file of its two items. ``check`` compares the files with it before
+anything reads them, so a checkpoint whose files were truncated, overwritten or removed
+is a ``CheckpointDamagedError`` naming the file, found without orbax ever failing
+half-way through a read (its failed reads print stray ``Event loop is closed``
+tracebacks from tensorstore's callbacks). A checkpoint without the record (written
+before it existed, or killed between the save and the record) is unverified: any
+failure to read it counts as damage too. A restore of an intact checkpoint whose tree
+does not fit the target is a plain ``CheckpointError`` (the code or config changed),
+never damage. ``set_aside`` renames a damaged checkpoint folder to
+``<iteration>.damaged`` (kept for inspection, ignored as a checkpoint).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import itertools
+import json
 import os
 import re
 import shutil
 import warnings
+import zlib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import jax
 import orbax.checkpoint as ocp
+
+from curiosity_search.atomic_io import write_text_atomically
+from curiosity_search.errors import UserError
 
 CHECKPOINT_DIRNAME = "checkpoints"
 _STATE_ITEM = "state"
@@ -41,10 +59,57 @@ _STEP_DIR = re.compile(r"^\d+$")
 # State fields that come from the config, not from training: saved and restored as None
 # (a resume sets them from the config), so they may change, or be new, between versions.
 CONFIG_FIELDS = ("hyperparams",)
+CHECKSUMS_FILENAME = "checksums.json"
+DAMAGED_SUFFIX = ".damaged"
 
 
-class CheckpointError(RuntimeError):
+class CheckpointError(UserError, RuntimeError):
     """A checkpoint is missing, incomplete or does not match the run restoring it."""
+
+
+class CheckpointDamagedError(CheckpointError):
+    """A checkpoint's files are missing, truncated or altered (an older one may be good)."""
+
+
+def _short(error: BaseException) -> str:
+    """``Type: first line of the message`` (at most 200 characters), for one-line errors."""
+    lines = str(error).strip().splitlines()
+    text = f"{type(error).__name__}: {lines[0] if lines else ''}".rstrip(": ")
+    return text if len(text) <= 200 else text[:197] + "..."
+
+
+def _crc32(path: Path) -> int:
+    crc = 0
+    with path.open("rb") as file:
+        while chunk := file.read(1 << 20):
+            crc = zlib.crc32(chunk, crc)
+    return crc
+
+
+def _structural_problem(step_dir: Path) -> str:
+    """What is missing from a checkpoint without ``checksums.json`` (its metadata files,
+    the OCDBT manifest), or ``""``: the damage found without reading any array."""
+    for name in (f"{_STATE_ITEM}/_METADATA", f"{_HOST_ITEM}/metadata"):
+        try:
+            json.loads((step_dir / name).read_bytes())
+        except FileNotFoundError:
+            return f"{name} is missing"
+        except (OSError, ValueError):
+            return f"{name} is not readable JSON"
+    state = step_dir / _STATE_ITEM
+    if any(state.glob("ocdbt.process_*")) and not (state / "manifest.ocdbt").is_file():
+        return f"{_STATE_ITEM}/manifest.ocdbt is missing"
+    return ""
+
+
+def file_checksums(step_dir: Path) -> dict[str, list[int]]:
+    """``{relative path: [size, crc32]}`` of every file of a checkpoint's two items."""
+    sums = {}
+    for item in (_STATE_ITEM, _HOST_ITEM):
+        for path in sorted((step_dir / item).rglob("*")):
+            if path.is_file():
+                sums[path.relative_to(step_dir).as_posix()] = [path.stat().st_size, _crc32(path)]
+    return sums
 
 
 @dataclasses.dataclass(frozen=True)
@@ -159,25 +224,95 @@ class CheckpointStore:
             if jax.process_count() > 1:
                 ocp.multihost.sync_global_processes("curiosity_search_stale_removed")
             self._manager.reload()
-        self._manager.save(
-            counters.iteration,
-            args=ocp.args.Composite(
-                **{
-                    _STATE_ITEM: ocp.args.StandardSave(state),
-                    _HOST_ITEM: ocp.args.JsonSave(counters.to_json()),
-                }
-            ),
-            force=True,
-        )
-        self._manager.wait_until_finished()
+        try:
+            self._manager.save(
+                counters.iteration,
+                args=ocp.args.Composite(
+                    **{
+                        _STATE_ITEM: ocp.args.StandardSave(state),
+                        _HOST_ITEM: ocp.args.JsonSave(counters.to_json()),
+                    }
+                ),
+                force=True,
+            )
+            self._manager.wait_until_finished()
+            if jax.process_index() == 0:
+                step_dir = self.directory / str(counters.iteration)
+                write_text_atomically(step_dir / CHECKSUMS_FILENAME,
+                                      json.dumps(file_checksums(step_dir)) + "\n")
+        except OSError as error:
+            raise CheckpointError(
+                f"cannot write checkpoint {counters.iteration} in {self.directory}: "
+                f"{error.strerror or error}"
+            ) from None
+
+    def check(self, step: int) -> bool:
+        """Compares checkpoint ``step``'s files with its ``checksums.json``.
+
+        Returns True when they match, False when there is no record to compare with
+        (then only the metadata files and the OCDBT manifest are checked). Raises
+        ``CheckpointDamagedError`` naming the first bad file.
+        """
+        step_dir = self.directory / str(step)
+        record = step_dir / CHECKSUMS_FILENAME
+        if not record.exists():
+            problem = _structural_problem(step_dir)
+            if problem:
+                raise CheckpointDamagedError(f"checkpoint {step_dir} is damaged: {problem}")
+            return False
+        try:
+            saved = json.loads(record.read_text())
+            expected = {str(name): (int(size), int(crc)) for name, (size, crc) in saved.items()}
+        except (OSError, ValueError, TypeError, AttributeError):
+            raise CheckpointDamagedError(
+                f"checkpoint {step_dir} is damaged: its {CHECKSUMS_FILENAME} is unreadable"
+            ) from None
+        problems = []
+        for name, (size, crc) in expected.items():
+            path = step_dir / name
+            if not path.is_file():
+                problems.append(f"{name} is missing")
+            elif path.stat().st_size != size:
+                problems.append(f"{name} has {path.stat().st_size} bytes, {size} when saved")
+            elif _crc32(path) != crc:
+                problems.append(f"{name} differs from the saved file")
+        if problems:
+            more = f" (and {len(problems) - 1} more file(s))" if len(problems) > 1 else ""
+            raise CheckpointDamagedError(f"checkpoint {step_dir} is damaged: {problems[0]}{more}")
+        return True
+
+    def set_aside(self, step: int) -> Path:
+        """Renames checkpoint folder ``step`` to ``<step>.damaged`` (``-1``, ``-2``... if
+        taken), so it is no longer a checkpoint; returns the new path."""
+        source = self.directory / str(step)
+        for k in itertools.count():
+            target = self.directory / (f"{step}{DAMAGED_SUFFIX}" + (f"-{k}" if k else ""))
+            if not target.exists():
+                break
+        if jax.process_index() == 0:
+            source.rename(target)
+        if jax.process_count() > 1:
+            ocp.multihost.sync_global_processes("curiosity_search_set_aside")
+        self._manager.reload()
+        return target
 
     def restore_counters(self, step: int | None = None) -> HostCounters:
         """Reads only the host counters of checkpoint ``step`` (default: the latest)."""
         step = self._resolve_step(step)
-        restored = self._manager.restore(
-            step, args=ocp.args.Composite(**{_HOST_ITEM: ocp.args.JsonRestore()})
-        )
-        return HostCounters.from_json(dict(restored[_HOST_ITEM]))
+        try:
+            restored = self._manager.restore(
+                step, args=ocp.args.Composite(**{_HOST_ITEM: ocp.args.JsonRestore()})
+            )
+            counters = HostCounters.from_json(dict(restored[_HOST_ITEM]))
+            iteration = counters.iteration
+            if isinstance(iteration, bool) or not isinstance(iteration, int):
+                raise TypeError(f"iteration {iteration!r} is not an integer")
+        except Exception as error:  # noqa: BLE001 - any failure to read them is damage
+            raise CheckpointDamagedError(
+                f"checkpoint {self.directory / str(step)} is damaged: its host counters are "
+                f"unreadable ({_short(error)})"
+            ) from None
+        return counters
 
     def restore(self, target_state: Any, step: int | None = None) -> tuple[Any, HostCounters]:
         """Restores checkpoint ``step`` (default: the latest complete one).
@@ -193,6 +328,7 @@ class CheckpointStore:
           ``(state, counters)``; ``CONFIG_FIELDS`` come back as ``None``.
         """
         step = self._resolve_step(step)
+        verified = self.check(step)
         target_state, absent = self._without_unsaved_fields(target_state, step)
         item = target_state
         if absent:  # restore the fields the checkpoint has, as a dict of them
@@ -211,11 +347,16 @@ class CheckpointStore:
                     }
                 ),
             )
-        except (ValueError, KeyError, TypeError) as error:
-            raise CheckpointError(
-                f"checkpoint {self.directory / str(step)} does not match this run's "
-                f"TrainState (was the network or search config changed?): {error}"
-            ) from error
+        except Exception as error:  # noqa: BLE001 - sorted into mismatch and damage below
+            if verified and isinstance(error, ValueError | KeyError | TypeError):
+                raise CheckpointError(
+                    f"checkpoint {self.directory / str(step)} does not match this run's "
+                    f"TrainState (was the code, the network or the search config changed?): "
+                    f"{_short(error)}"
+                ) from None
+            raise CheckpointDamagedError(
+                f"checkpoint {self.directory / str(step)} cannot be read: {_short(error)}"
+            ) from None
         state = restored[_STATE_ITEM]
         if absent:
             state = target_state.replace(**state)
@@ -230,7 +371,7 @@ class CheckpointStore:
         handler = ocp.StandardCheckpointHandler()  # reads the on-disk tree's structure
         try:
             saved = handler.metadata(self.directory / str(step) / _STATE_ITEM)
-        except (KeyError, ValueError, TypeError, FileNotFoundError):
+        except Exception:  # noqa: BLE001 - unreadable: the restore itself reports it
             return target_state, set()
         finally:
             handler.close()
@@ -254,6 +395,7 @@ class CheckpointStore:
           step: which iteration to restore (default: the latest complete one).
         """
         step = self._resolve_step(step)
+        verified = self.check(step)
         sharding = jax.sharding.SingleDeviceSharding(jax.devices()[0])
         target = {
             "params": jax.tree.map(
@@ -274,11 +416,15 @@ class CheckpointStore:
                     }
                 ),
             )
-        except (ValueError, KeyError, TypeError) as error:
-            raise CheckpointError(
-                f"checkpoint {self.directory / str(step)} has no params matching this "
-                f"network (was the network config changed?): {error}"
-            ) from error
+        except Exception as error:  # noqa: BLE001 - sorted into mismatch and damage below
+            if verified and isinstance(error, ValueError | KeyError | TypeError):
+                raise CheckpointError(
+                    f"checkpoint {self.directory / str(step)} has no params matching this "
+                    f"network (was the network config changed?): {_short(error)}"
+                ) from None
+            raise CheckpointDamagedError(
+                f"checkpoint {self.directory / str(step)} cannot be read: {_short(error)}"
+            ) from None
         return restored[_STATE_ITEM]["params"]
 
     def close(self) -> None:

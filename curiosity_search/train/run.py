@@ -15,11 +15,16 @@ Run directory (``workdir``)::
     checkpoints/<n>/   orbax checkpoints after n iterations (``checkpoint.every``, end)
     evaluation.json    the final evaluation (where the game has an exact solver)
 
-Which workdirs a run may use and what a resume may change: see ``run_dir``. A resume
-restores the latest complete checkpoint, drops the metrics rows after it and continues;
-its rows equal an uninterrupted run's except for the timing keys (``TIMING_KEYS``).
-A non-finite loss stops the run without saving the bad state; the last checkpoint stays
-the latest, and ``train_main`` exits 1.
+Which workdirs a run may use and what a resume may change: see ``run_dir``. One
+process at a time trains in a workdir (``workdir_lock``: a second one is refused with
+the holder's pid). A resume restores the newest good checkpoint (a damaged one is
+named in a warning and skipped), and only then drops the metrics rows after it and
+continues; its rows equal an uninterrupted run's except for the timing keys
+(``TIMING_KEYS``). ``restart`` deletes a run's checkpoints and metrics first and starts
+from iteration 0. Before anything is built, ``memory_estimate.check_memory`` refuses a
+config whose shapes cannot fit in the devices' memory. A non-finite loss stops the run
+without saving the bad state; the last checkpoint stays the latest, and ``train_main``
+exits 1.
 
 Devices: the run spans every device (``jax.devices()``, every host's in a multi-host
 run; see ``train.distributed`` and ``docs/multi_device.md``) through a 1-D ``data`` mesh
@@ -37,6 +42,7 @@ part in each checkpoint save. Evaluation runs on each process's first local devi
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import sys
@@ -49,14 +55,15 @@ import jax
 from jax.sharding import NamedSharding, PartitionSpec
 
 from curiosity_search.atomic_io import write_text_atomically
+from curiosity_search.errors import UserError
 from curiosity_search.train.checkpoint import (
-    CheckpointError,
     CheckpointStore,
     HostCounters,
     checkpoint_dir,
 )
 from curiosity_search.train.hyperparams import with_config_hyperparameters
-from curiosity_search.train.metrics_log import METRICS_FILENAME, MetricsLog, truncate_rows
+from curiosity_search.train.memory_estimate import check_memory
+from curiosity_search.train.metrics_log import MetricsLog
 from curiosity_search.train.run_accounting import (
     TIMING_KEYS,
     ComputeModel,
@@ -66,15 +73,18 @@ from curiosity_search.train.run_accounting import (
 )
 from curiosity_search.train.run_dir import (
     CONFIG_FILENAME,
+    EVALUATION_FILENAME,
     RESUMABLE_KEYS,
-    RunDirError,
+    clear_run,
     config_dict,
+    finish_restore,
     prepare_workdir,
+    restore_newest,
 )
 from curiosity_search.train.sharding import local_copy, make_mesh, placement
 from curiosity_search.train.solver_eval import SolverEvaluation, make_solver_evaluation
+from curiosity_search.train.workdir_lock import RunDirError, check_workdir, lock_workdir
 
-EVALUATION_FILENAME = "evaluation.json"
 # Fold-in index of the init key stream (iterations use 0, 1, 2, ...).
 INIT_STREAM = 2**31 - 1
 
@@ -138,6 +148,7 @@ def train(
     workdir: str | Path,
     resume: bool = False,
     *,
+    restart: bool = False,
     build_trainer: Callable[[Any], Any] | None = None,
     devices: Sequence[jax.Device] | None = None,
 ) -> RunResult:
@@ -146,62 +157,90 @@ def train(
     Args:
       cfg: a resolved ``Config`` (``config.load_config``).
       workdir: the run directory (created if missing).
-      resume: continue from the latest checkpoint in ``workdir``.
+      resume: continue from the newest good checkpoint in ``workdir``.
+      restart: delete the run ``workdir`` holds (checkpoints, metrics, TensorBoard
+        events, evaluation) and start from iteration 0.
       build_trainer: ``cfg -> Trainer`` (default ``train.trainer.build_trainer``).
       devices: the devices to train on (default: all, ``jax.devices()``).
 
     Returns:
       a ``RunResult``. Raises ``RunDirError`` / ``CheckpointError`` for an unusable
       run directory, ``ConfigError`` when the game batch or the replay capacity does
-      not split evenly across the devices.
+      not split evenly across the devices or the run cannot fit in their memory.
     """
+    if resume and restart:
+        raise RunDirError("resume and restart exclude each other: resume continues a run, "
+                          "restart deletes it and starts over")
+    workdir = check_workdir(Path(workdir), must_exist=resume)
+    lead = jax.process_index() == 0
+    with lock_workdir(workdir) if lead else contextlib.nullcontext(workdir):
+        if restart and lead:
+            deleted = clear_run(workdir)
+            if deleted:
+                print(f"note: --restart deleted {', '.join(deleted)} in {workdir}",
+                      file=sys.stderr)
+        _sync("workdir_cleared")
+        store = CheckpointStore(checkpoint_dir(workdir), keep=cfg.checkpoint.keep)
+        try:
+            return _train(cfg, workdir, resume, store, lead, build_trainer, devices)
+        finally:
+            store.close()
+
+
+def _train(
+    cfg: Any,
+    workdir: Path,
+    resume: bool,
+    store: CheckpointStore,
+    lead: bool,
+    build_trainer: Callable[[Any], Any] | None,
+    devices: Sequence[jax.Device] | None,
+) -> RunResult:
     from curiosity_search.config import save_config
 
     if build_trainer is None:
         from curiosity_search.train.trainer import build_trainer
-    workdir = Path(workdir)
-    lead = jax.process_index() == 0
-    store = CheckpointStore(checkpoint_dir(workdir), keep=cfg.checkpoint.keep)
-    try:
-        restored = prepare_workdir(cfg, workdir, resume, store)
-        _sync("workdir_checked")  # every process has read the run directory
-        resolved = config_dict(cfg)
-        trainer = build_trainer(cfg)
-        mesh = make_mesh(devices)
-        init_key = jax.random.fold_in(jax.random.key(cfg.seed), INIT_STREAM)
-        abstract = jax.eval_shape(trainer.init, init_key)
-        shardings = placement(abstract, mesh)  # before any file is touched
+    plan = prepare_workdir(cfg, workdir, resume, store)  # reads only
+    _sync("workdir_checked")  # every process has read the run directory
+    check_memory(cfg, devices)
+    resolved = config_dict(cfg)
+    trainer = build_trainer(cfg)
+    mesh = make_mesh(devices)
+    init_key = jax.random.fold_in(jax.random.key(cfg.seed), INIT_STREAM)
+    abstract = jax.eval_shape(trainer.init, init_key)
+    shardings = placement(abstract, mesh)  # before any file is touched
+    if plan is None:
         if lead:
             save_config(cfg, workdir / CONFIG_FILENAME)
-            truncate_rows(workdir / METRICS_FILENAME, restored.iteration if restored else 0)
-        if restored is None:
-            state = jax.jit(trainer.init, out_shardings=shardings)(init_key)
-            counters = HostCounters(iteration=0, config=resolved)
-        else:
-            target = jax.tree.map(
-                lambda leaf, sharding: jax.ShapeDtypeStruct(leaf.shape, leaf.dtype,
-                                                            sharding=sharding),
-                abstract, shardings,
-            )
-            state, counters = store.restore(target, restored.iteration)
-            # The config is the source of truth for the traced hyperparameters (and
-            # checkpoints older than TrainState.hyperparams restore without them).
-            state = with_config_hyperparameters(
-                state, cfg, NamedSharding(mesh, PartitionSpec())
-            )
-            counters = dataclasses.replace(counters, config=resolved)
-        compute = make_compute_model(cfg, trainer, local_copy(state.params))
-        evaluation = make_solver_evaluation(cfg, trainer)
-        replicated = NamedSharding(mesh, PartitionSpec())
-        step = jax.jit(
-            trainer.iteration,
-            in_shardings=(shardings, replicated),
-            out_shardings=(shardings, replicated),
-            donate_argnums=0,
+        state = jax.jit(trainer.init, out_shardings=shardings)(init_key)
+        counters = HostCounters(iteration=0, config=resolved)
+    else:
+        target = jax.tree.map(
+            lambda leaf, sharding: jax.ShapeDtypeStruct(leaf.shape, leaf.dtype,
+                                                        sharding=sharding),
+            abstract, shardings,
         )
-        return _loop(cfg, workdir, step, state, counters, compute, evaluation, store, lead)
-    finally:
-        store.close()
+        state, counters, damaged = restore_newest(store, target, plan, workdir)
+        # Only now, with a state in hand, is anything in the run directory rewritten.
+        finish_restore(workdir, store, counters.iteration, damaged, lead)
+        if lead:
+            save_config(cfg, workdir / CONFIG_FILENAME)
+        # The config is the source of truth for the traced hyperparameters (and
+        # checkpoints older than TrainState.hyperparams restore without them).
+        state = with_config_hyperparameters(
+            state, cfg, NamedSharding(mesh, PartitionSpec())
+        )
+        counters = dataclasses.replace(counters, config=resolved)
+    compute = make_compute_model(cfg, trainer, local_copy(state.params))
+    evaluation = make_solver_evaluation(cfg, trainer)
+    replicated = NamedSharding(mesh, PartitionSpec())
+    step = jax.jit(
+        trainer.iteration,
+        in_shardings=(shardings, replicated),
+        out_shardings=(shardings, replicated),
+        donate_argnums=0,
+    )
+    return _loop(cfg, workdir, step, state, counters, compute, evaluation, store, lead)
 
 
 def _loop(
@@ -310,10 +349,11 @@ def train_main(args: argparse.Namespace) -> int:
 
     Reads ``args.config`` (path; with ``--resume`` it defaults to the workdir's
     ``config.yaml``), ``args.set`` (``key=value`` overrides), ``args.workdir`` (default
-    ``runs/<config stem>``), ``args.resume``, and ``args.cfg`` when the CLI has already
-    loaded the config (then ``config``/``set`` are not read again). Returns the
-    exit code: 0 done (all iterations or the time limit), 1 stopped on a non-finite
-    loss, 2 unusable config, run directory or multi-host environment.
+    ``runs/<config stem>``), ``args.resume``, ``args.restart``, and ``args.cfg`` when
+    the CLI has already loaded the config (then ``config``/``set`` are not read again).
+    Returns the exit code: 0 done (all iterations or the time limit), 1 stopped on a
+    non-finite loss, 2 unusable config, run directory, checkpoint, file or multi-host
+    environment (one ``error: ...`` line on stderr).
 
     A multi-host run is started first (``distributed.maybe_initialize_distributed``,
     from ``CURIOSITY_SEARCH_*`` environment variables), before any JAX computation.
@@ -330,6 +370,7 @@ def train_main(args: argparse.Namespace) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
     resume = bool(getattr(args, "resume", False))
+    restart = bool(getattr(args, "restart", False))
     workdir = getattr(args, "workdir", None)
     config_path = getattr(args, "config", None)
     if config_path is None and resume and workdir is not None:
@@ -342,13 +383,16 @@ def train_main(args: argparse.Namespace) -> int:
     if cfg is None:
         try:
             cfg = load_config(config_path, tuple(getattr(args, "set", None) or ()))
-        except (ConfigError, OSError) as error:
+        except ConfigError as error:
             print(f"error: {error}", file=sys.stderr)
             return 2
     workdir = workdir or Path("runs") / config_path.stem
     try:
-        result = train(cfg, workdir, resume=resume)
-    except (RunDirError, CheckpointError, ConfigError) as error:
+        result = train(cfg, workdir, resume=resume, restart=restart)
+    except UserError as error:  # ConfigError, RunDirError, CheckpointError
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    except OSError as error:  # e.g. the disk filled up mid-run
         print(f"error: {error}", file=sys.stderr)
         return 2
     if jax.process_index() == 0:
