@@ -6,12 +6,19 @@ so a random, solver, MCTS or network player can sit behind it. ``play_main`` (th
 ``curiosity-search play`` verb) puts a checkpoint behind it; ``python -m
 curiosity_search.eval.htp --player SPEC --size N`` puts any player spec behind it.
 
-Protocol: each command line may start with a numeric id, echoed in the reply
-(``=ID text`` / ``?ID message``); replies end with an empty line. ``#`` starts a
-comment; empty lines are ignored. Bad input answers ``? message`` and the engine keeps
-running. Commands: name, version, protocol_version, list_commands, known_command,
-boardsize N [N], clear_board, play COLOUR CELL, genmove COLOUR, undo, showboard,
-final_score, hexgui-analyze_commands, quit.
+Protocol: each command line may start with a numeric id (ASCII digits, as in GTP),
+echoed in the reply (``=ID text`` / ``?ID message``); replies end with an empty line.
+``#`` starts a comment; empty lines are ignored. Bad input answers ``? message`` and the
+engine keeps running: a line over ``MAX_LINE_CHARS`` characters is answered ``? line
+too long`` (and read no further), an error reply quotes at most ``MAX_ECHO_CHARS`` of
+what it received, bytes that are not UTF-8 read as U+FFFD. When the controller closes
+the engine's stdout, the engine stops quietly. Commands: name, version,
+protocol_version, list_commands, known_command, boardsize N [N], clear_board, play
+COLOUR CELL, genmove COLOUR, undo, showboard, final_score, hexgui-analyze_commands,
+quit.
+
+``play_main`` refuses a ``--checkpoint`` that is missing, not a run, damaged or not a
+Hex board with one ``error: ...`` line and exit code 2.
 
 Colours: ``black`` is pgx's first player and joins the top row to the bottom row;
 ``white`` joins the left column to the right one. Cells are ``a1``.. with the column
@@ -24,6 +31,8 @@ moves (``undo`` takes one back). The swap rule is not offered.
 from __future__ import annotations
 
 import argparse
+import io
+import os
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any, TextIO
@@ -45,6 +54,9 @@ MoveGenerator = Callable[[Any], int]
 GeneratorFactory = Callable[[Any], MoveGenerator]
 """``make_generator(env) -> generate``: called once per board size."""
 
+MAX_LINE_CHARS = 65536
+MAX_ECHO_CHARS = 200
+
 COMMANDS = (
     "boardsize",
     "clear_board",
@@ -65,6 +77,13 @@ COMMANDS = (
 
 class HtpFailure(Exception):
     """A command that fails: answered with ``? message``."""
+
+
+def capped(text: str, limit: int = MAX_ECHO_CHARS) -> str:
+    """``text`` cut to ``limit`` characters (``...`` and the full length appended)."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(text)} characters)"
 
 
 def default_make_env(size: int) -> Any:
@@ -278,32 +297,51 @@ class HtpEngine:
         if not line:
             return None, False
         tokens = line.split()
-        ident = ""
-        if tokens[0].isdigit():
-            ident = tokens.pop(0)
+        ident = _command_id(tokens)
+        if ident:
+            tokens.pop(0)
         if not tokens:
             return f"?{ident} missing command\n\n", False
         command, args = tokens[0].lower(), tokens[1:]
         try:
             text = self.execute(command, args)
         except HtpFailure as failure:
-            return f"?{ident} {failure}\n\n", False
+            return f"?{ident} {capped(str(failure))}\n\n", False
         except Exception as error:  # noqa: BLE001 - the engine must keep running
-            return f"?{ident} internal error: {type(error).__name__}: {error}\n\n", False
+            message = capped(f"{type(error).__name__}: {error}")
+            return f"?{ident} internal error: {message}\n\n", False
         return f"={ident} {text}\n\n", command == "quit"
 
     def run(self, stdin: TextIO, stdout: TextIO) -> None:
-        """Reads commands until ``quit`` or end of input, answering each."""
-        while True:
-            line = stdin.readline()
-            if not line:
-                return
-            reply, done = self.handle(line)
-            if reply is not None:
-                stdout.write(reply)
-                stdout.flush()
-            if done:
-                return
+        """Reads commands until ``quit``, end of input or a closed ``stdout``, answering
+        each; a line longer than ``MAX_LINE_CHARS`` is refused without being read whole."""
+        try:
+            while True:
+                line = stdin.readline(MAX_LINE_CHARS + 1)
+                if not line:
+                    return
+                if len(line) > MAX_LINE_CHARS and not line.endswith("\n"):
+                    ident = _command_id(line.split()[:1])
+                    while (rest := stdin.readline(MAX_LINE_CHARS)) and not rest.endswith("\n"):
+                        pass
+                    reply: str | None = f"?{ident} line too long (over {MAX_LINE_CHARS} " \
+                                        "characters)\n\n"
+                    done = False
+                else:
+                    reply, done = self.handle(line)
+                if reply is not None:
+                    stdout.write(reply)
+                    stdout.flush()
+                if done:
+                    return
+        except BrokenPipeError:  # the controller has gone: nobody is listening
+            return
+
+
+def _command_id(tokens: list[str]) -> str:
+    """The leading command id among ``tokens`` (ASCII digits only, as in GTP), or ``""``."""
+    first = tokens[0] if tokens else ""
+    return first if first.isascii() and first.isdigit() else ""
 
 
 # ---------------------------------------------------------------------- players
@@ -360,11 +398,47 @@ def checkpoint_engine(checkpoint: str, simulations: int | None = None, seed: int
     )
 
 
-def play_main(args: argparse.Namespace) -> int:
-    """``curiosity-search play --checkpoint DIR [--simulations N] [--seed S]``."""
-    engine = checkpoint_engine(str(args.checkpoint), args.simulations, getattr(args, "seed", 0))
-    engine.run(sys.stdin, sys.stdout)
+def _load_engine(build: Callable[[], HtpEngine]) -> HtpEngine | None:
+    """``build()``, or ``None`` after printing one ``error: ...`` line for a bad
+    checkpoint (missing, not a run directory, damaged, another game)."""
+    from curiosity_search.errors import UserError
+
+    try:
+        return build()
+    except (UserError, OSError, ValueError) as error:
+        print(f"error: play: {capped(str(error), 400)}", file=sys.stderr)
+        return None
+
+
+def serve(engine: HtpEngine) -> int:
+    """Runs ``engine`` on this process's stdin/stdout (undecodable input bytes read as
+    U+FFFD); returns 0, also when the controller closes the pipe."""
+    stdin = sys.stdin
+    if hasattr(stdin, "buffer"):
+        stdin = io.TextIOWrapper(stdin.buffer, encoding="utf-8", errors="replace")
+    engine.run(stdin, sys.stdout)
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:  # point stdout at /dev/null so the exit-time flush is quiet
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError):
+            pass
     return 0
+
+
+def play_main(args: argparse.Namespace) -> int:
+    """``curiosity-search play --checkpoint DIR [--simulations N] [--seed S]``.
+
+    Exit codes: 0 after ``quit``, end of input or a closed stdout; 2 when the checkpoint
+    cannot be played (one ``error: ...`` line).
+    """
+    engine = _load_engine(lambda: checkpoint_engine(
+        str(args.checkpoint), args.simulations, getattr(args, "seed", 0)
+    ))
+    if engine is None:
+        return 2
+    return serve(engine)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -381,11 +455,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     enable_compilation_cache()
     if args.checkpoint:
-        engine = checkpoint_engine(args.checkpoint, args.simulations, args.seed)
+        engine = _load_engine(lambda: checkpoint_engine(args.checkpoint, args.simulations,
+                                                        args.seed))
     else:
-        engine = HtpEngine(spec_generator_factory(args.player, args.seed), size=args.size)
-    engine.run(sys.stdin, sys.stdout)
-    return 0
+        engine = _load_engine(lambda: HtpEngine(spec_generator_factory(args.player, args.seed),
+                                                size=args.size))
+    if engine is None:
+        return 2
+    return serve(engine)
 
 
 if __name__ == "__main__":
