@@ -22,11 +22,21 @@ sweep's ``set``, the entries' overrides in axis order, and ``name=<run>``.
 
 Runs live in ``<root>/<run>/`` with root ``results/<sweep name>`` (or ``--workdir``). A
 run is finished when its directory holds ``DONE``, written after training and
-evaluation; an unfinished run with a directory is resumed (``train(resume=True)``,
-which restarts from iteration 0 if no checkpoint was saved). ``--shard I/N`` takes
+evaluation with the run's resolved config, and that config is still the one the sweep
+file gives it (``logging`` and ``checkpoint`` aside): a run whose sweep file was edited
+since is ``changed`` and runs again (a resume, which refuses a config change it cannot
+continue). An unfinished run with a directory is resumed (``train(resume=True)``,
+which starts from iteration 0 if nothing was saved, and is told to start over when the
+directory holds metrics but no checkpoint). A run whose directory another process
+holds (``train.workdir_lock``) is ``busy``: reported, not started. ``--shard I/N`` takes
 runs ``I, I+N, ...`` of the name-sorted list; ``--jobs J`` runs J at a time, each in
 its own process (``python -m curiosity_search.eval.sweep FILE --run NAME``, which
-trains, evaluates and marks one run) with one GPU per process where there are GPUs.
+trains, evaluates and marks one run, and dies with the sweep that started it) with
+one GPU per process where there are GPUs.
+
+A malformed sweep file (not found, not YAML, a repeated key, an unknown key, no base,
+an empty grid, repeated run names, a bad evaluation plan) is a ``SweepError`` naming
+the file and key; the CLI prints it on one line and exits 2.
 """
 
 from __future__ import annotations
@@ -43,17 +53,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from curiosity_search.atomic_io import write_text_atomically
+from curiosity_search.errors import UserError
 from curiosity_search.eval.evaluation import EvalPlan, evaluate_run, plan_from_dict
 
 DONE_FILENAME = "DONE"
 LOG_FILENAME = "sweep.log"
 _SWEEP_KEYS = ("name", "base", "set", "grid", "evaluation")
+# Config sections a finished run may differ in and still count as done.
+UNCOMPARED_SECTIONS = ("logging", "checkpoint")
+_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
 
 
-class SweepError(ValueError):
+class SweepError(UserError, ValueError):
     """A malformed sweep file; the message names the key, the value and what is allowed."""
 
 
@@ -90,6 +102,17 @@ class Sweep:
             return config_from_dict(apply_overrides(self.base, run.overrides))
         except ConfigError as error:
             raise ConfigError(f"sweep run {run.name}: {error}") from None
+
+    def status(self, run: SweepRun) -> str:
+        """``done``, ``changed`` (done under another config), ``busy`` (another process
+        holds its directory), ``partial`` or ``new``."""
+        from curiosity_search.config import config_to_dict
+        from curiosity_search.train.workdir_lock import lock_holder
+
+        run_dir = self.run_dir(run)
+        if run_dir.is_dir() and lock_holder(run_dir) is not None:
+            return "busy"
+        return run_status(run_dir, config_to_dict(self.config(run)))
 
     def get(self, name: str) -> SweepRun:
         for run in self.runs:
@@ -168,29 +191,58 @@ def _base(value: Any, folder: Path) -> dict[str, Any]:
 
 
 def load_sweep(path: str | os.PathLike, root: str | os.PathLike | None = None) -> Sweep:
-    """Parses a sweep file; ``root`` defaults to ``results/<sweep name>``."""
+    """Parses a sweep file; ``root`` defaults to ``results/<sweep name>``.
+
+    Raises ``SweepError`` naming the file and the key for anything malformed.
+    """
+    from curiosity_search.config import ConfigError
+    from curiosity_search.config.loading import read_yaml_file
+
     path = Path(path)
-    data = yaml.safe_load(path.read_text()) or {}
+    try:
+        data = read_yaml_file(path, "sweep file")
+    except ConfigError as error:
+        raise SweepError(str(error)) from None
+    if data is None:
+        raise SweepError(f"{path}: the sweep file is empty; it needs at least base and grid")
     if not isinstance(data, dict):
         raise SweepError(f"{path}: a sweep file is a mapping with keys {list(_SWEEP_KEYS)}")
-    unknown = sorted(set(data) - set(_SWEEP_KEYS))
+    unknown = sorted(set(map(str, data)) - set(_SWEEP_KEYS))
     if unknown:
         raise SweepError(f"{path}: unknown key(s) {unknown}; allowed: {list(_SWEEP_KEYS)}")
     if "base" not in data:
         raise SweepError(f"{path}: missing key 'base' (a config path or inline mapping)")
-    name = str(data.get("name") or path.stem)
+    name = data.get("name")
+    if name is None:
+        name = path.stem
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise SweepError(f"{path}: name: {name!r}; allowed: letters, digits, _ . - "
+                         "(it names the results folder)")
     common = data.get("set") or []
-    common = [common] if isinstance(common, str) else list(common)
+    common = [common] if isinstance(common, str) else common
+    if not isinstance(common, list) or not all(isinstance(o, str) and "=" in o for o in common):
+        raise SweepError(f"{path}: set: {common!r}; allowed: a list of 'key.path=value'")
+    evaluation = data.get("evaluation")
+    if evaluation is not None and not isinstance(evaluation, dict):
+        raise SweepError(f"{path}: evaluation: {evaluation!r}; allowed: a mapping")
     try:
-        evaluation = plan_from_dict(data.get("evaluation"))
-    except ValueError as error:
+        plan = plan_from_dict(evaluation)
+    except (ValueError, TypeError) as error:
+        raise SweepError(f"{path}: {error}") from None
+    try:
+        base = _base(data["base"], path.parent)
+    except ConfigError as error:
+        raise SweepError(f"{path}: base: {error}") from None
+    try:
+        runs = tuple(expand_grid(data.get("grid") or {}, common))
+    except SweepError as error:
         raise SweepError(f"{path}: {error}") from None
     return Sweep(
         name=name,
         file=path,
-        base=_base(data["base"], path.parent),
-        runs=tuple(expand_grid(data.get("grid") or {}, common)),
-        evaluation=evaluation,
+        base=base,
+        runs=runs,
+        evaluation=plan,
         root=Path(root) if root is not None else Path("results") / name,
         common=tuple(common),
     )
@@ -217,10 +269,39 @@ def parse_shard(value: str | tuple[int, int] | None) -> tuple[int, int]:
     return value
 
 
-def run_status(run_dir: Path) -> str:
-    """``done`` (DONE marker), ``partial`` (directory without DONE) or ``new``."""
+def _compared(config: Any) -> Any:
+    if not isinstance(config, Mapping):
+        return config
+    return {key: value for key, value in config.items() if key not in UNCOMPARED_SECTIONS}
+
+
+def finished_config(run_dir: Path) -> dict[str, Any] | None:
+    """The resolved config a finished run was trained with: recorded in ``DONE`` (or,
+    for a ``DONE`` written before that, the run's ``config.yaml``); None if unreadable."""
+    from curiosity_search.config import ConfigError
+    from curiosity_search.config.loading import read_yaml_file
+
+    try:
+        summary = json.loads((run_dir / DONE_FILENAME).read_text())
+    except (OSError, ValueError):
+        summary = None
+    if isinstance(summary, dict) and isinstance(summary.get("config"), dict):
+        return summary["config"]
+    try:
+        saved = read_yaml_file(run_dir / "config.yaml")
+    except ConfigError:
+        return None
+    return saved if isinstance(saved, dict) else None
+
+
+def run_status(run_dir: Path, config: Mapping[str, Any] | None = None) -> str:
+    """``done`` (a DONE marker), ``partial`` (a directory without one) or ``new``; with
+    the run's resolved ``config`` (``config_to_dict``), a DONE run trained with another
+    one (``logging`` and ``checkpoint`` aside) is ``changed``."""
     if (run_dir / DONE_FILENAME).exists():
-        return "done"
+        if config is None or _compared(finished_config(run_dir)) == _compared(dict(config)):
+            return "done"
+        return "changed"
     return "partial" if run_dir.exists() else "new"
 
 
@@ -235,16 +316,29 @@ def execute_run(
     train_fn: TrainFn | None = None,
     evaluate_fn: EvaluateFn | None = None,
 ) -> dict[str, Any]:
-    """Trains (resuming a partial run), evaluates and marks one run ``DONE``."""
+    """Trains (resuming a partial run), evaluates and marks one run ``DONE``.
+
+    A run directory with metrics but no complete checkpoint (killed before its first)
+    is started over (``train(restart=True)``): the sweep owns its run directories.
+    """
+    from curiosity_search.config import config_to_dict
+    from curiosity_search.train.checkpoint import checkpoint_dir, complete_steps
+    from curiosity_search.train.metrics_log import METRICS_FILENAME, scan_rows
+
     if train_fn is None:
         from curiosity_search.train.run import train as train_fn
     evaluate_fn = evaluate_fn or evaluate_run
     run_dir = sweep.run_dir(run)
     cfg = sweep.config(run)
     resume = run_dir.exists()
+    options: dict[str, bool] = {"resume": resume}
+    if resume and not complete_steps(checkpoint_dir(run_dir)) \
+            and scan_rows(run_dir / METRICS_FILENAME).lines:
+        print(f"{run.name}: no checkpoint was saved; starting it over", flush=True)
+        options = {"restart": True}
     run_dir.mkdir(parents=True, exist_ok=True)
     start = time.time()
-    result = train_fn(cfg, run_dir, resume=resume)
+    result = train_fn(cfg, run_dir, **options)
     evaluate_fn(run_dir, sweep.evaluation)
     summary = {
         "run": run.name,
@@ -254,6 +348,7 @@ def execute_run(
         "resumed": resume,
         "seconds": round(time.time() - start, 3),
         "overrides": list(run.overrides),
+        "config": config_to_dict(cfg),
     }
     write_text_atomically(run_dir / DONE_FILENAME, json.dumps(summary, indent=2) + "\n")
     return summary
@@ -278,8 +373,7 @@ def run_sweep(
     runs = shard(sweep.runs, *shard_spec)
     if dry_run:
         for run in runs:
-            sweep.config(run)
-            status = run_status(sweep.run_dir(run))
+            status = sweep.status(run)  # validates the run's config
             out(f"{status:8s} {run.name:32s} {' '.join(run.grid_overrides)}")
         out(
             f"{len(runs)} run(s) in shard {shard_spec[0]}/{shard_spec[1]} of {sweep.name} "
@@ -288,20 +382,30 @@ def run_sweep(
         if sweep.common:
             out(f"every run also sets: {' '.join(sweep.common)}")
         return []
-    todo = [run for run in runs if run_status(sweep.run_dir(run)) != "done"]
+    statuses = {run.name: sweep.status(run) for run in runs}  # validates every config
+    todo = [run for run in runs if statuses[run.name] not in ("done", "busy")]
+    busy = [run.name for run in runs if statuses[run.name] == "busy"]
     out(
         f"{sweep.name}: {len(todo)} of {len(runs)} run(s) to do in shard "
         f"{shard_spec[0]}/{shard_spec[1]}"
     )
+    for name in busy:
+        from curiosity_search.train.workdir_lock import lock_holder
+
+        holder = lock_holder(sweep.root / name)
+        out(f"busy {name}: another process (pid {holder or 'unknown'}) holds its run "
+            "directory; not started")
     for run in todo:
-        sweep.config(run)  # fail fast on a bad config before any training
+        if statuses[run.name] == "changed":
+            out(f"changed {run.name}: finished under another config (the sweep file was "
+                "edited); running it again")
     if jobs > 1:
         from curiosity_search.eval.sweep_jobs import run_parallel
 
-        return run_parallel(sweep, todo, jobs, out)
-    failed = []
+        return busy + run_parallel(sweep, todo, jobs, out)
+    failed = list(busy)
     for run in todo:
-        out(f"{run_status(sweep.run_dir(run))} -> running {run.name}")
+        out(f"{statuses[run.name]} -> running {run.name}")
         try:
             summary = execute_run(sweep, run, train_fn=train_fn, evaluate_fn=evaluate_fn)
         except Exception as error:  # noqa: BLE001 - one crashed run must not stop the sweep
@@ -333,12 +437,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("file", type=Path)
     parser.add_argument("--run", required=True, help="the one run to train and evaluate")
     parser.add_argument("--workdir", type=Path)
+    parser.add_argument("--parent-pid", type=int,
+                        help="exit when this process (the sweep) has gone")
     args = parser.parse_args(argv)
+    if args.parent_pid is not None:
+        from curiosity_search.eval.sweep_jobs import die_with_parent
+
+        die_with_parent(args.parent_pid)
     from curiosity_search.compilation_cache import enable_compilation_cache
 
     enable_compilation_cache()
-    sweep = load_sweep(args.file, args.workdir)
-    summary = execute_run(sweep, sweep.get(args.run))
+    try:
+        sweep = load_sweep(args.file, args.workdir)
+        summary = execute_run(sweep, sweep.get(args.run))
+    except UserError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     print(json.dumps(summary))
     return 0
 

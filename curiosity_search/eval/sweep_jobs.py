@@ -4,14 +4,24 @@ Each run is one ``python -m curiosity_search.eval.sweep FILE --run NAME`` proces
 trains, evaluates and marks its run ``DONE``; its output goes to
 ``<root>/<run>.sweep.log``. With GPUs, every process sees one of them
 (``CUDA_VISIBLE_DEVICES``), round robin over the J slots.
+
+Children die with the sweep: each gets ``--parent-pid`` and calls ``die_with_parent``,
+which asks Linux for a SIGTERM when its parent exits (``prctl(PR_SET_PDEATHSIG)``) and,
+where that is unavailable, watches its parent pid from a thread. A killed sweep (even
+by SIGKILL) therefore leaves no training behind, and its run directories' locks
+(``train.workdir_lock``) are free for the rerun.
 """
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Sequence
 
@@ -32,7 +42,40 @@ def gpu_count() -> int:
     return sum(line.startswith("GPU ") for line in out.stdout.splitlines())
 
 
+# prctl(2) option: the signal this process gets when its parent exits.
+PR_SET_PDEATHSIG = 1
+PARENT_POLL_S = 1.0
+
+
+def die_with_parent(parent_pid: int, sig: int = signal.SIGTERM) -> None:
+    """Makes this process get ``sig`` once ``parent_pid`` (its parent) has exited.
+
+    Linux: ``prctl(PR_SET_PDEATHSIG)``; elsewhere a daemon thread polls the parent pid
+    every ``PARENT_POLL_S`` seconds. If the parent has already gone, ``sig`` comes now.
+    """
+    armed = False
+    if sys.platform.startswith("linux"):
+        try:
+            libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+            armed = libc.prctl(PR_SET_PDEATHSIG, int(sig), 0, 0, 0) == 0
+        except (OSError, AttributeError):
+            armed = False
+    if os.getppid() != parent_pid:  # gone before we could ask
+        os.kill(os.getpid(), sig)
+        return
+    if armed:
+        return
+
+    def watch() -> None:
+        while os.getppid() == parent_pid:
+            time.sleep(PARENT_POLL_S)
+        os.kill(os.getpid(), sig)
+
+    threading.Thread(target=watch, name="die-with-parent", daemon=True).start()
+
+
 def child_command(sweep: Sweep, run: SweepRun) -> list[str]:
+    """The command line of the child process that trains and evaluates ``run``."""
     return [
         sys.executable,
         "-m",
@@ -42,6 +85,8 @@ def child_command(sweep: Sweep, run: SweepRun) -> list[str]:
         run.name,
         "--workdir",
         str(sweep.root),
+        "--parent-pid",
+        str(os.getpid()),
     ]
 
 
