@@ -210,7 +210,8 @@ def prepare_train(args: argparse.Namespace) -> None:
     """Loads and validates the config, picks the workdir, writes ``config.yaml`` there.
 
     Sets ``args.cfg`` (the resolved ``Config``), ``args.workdir`` (a ``Path``) and, for
-    ``--resume`` without ``--config``, ``args.config`` (the run's saved ``config.yaml``).
+    ``--resume`` or ``--restart`` without ``--config``, ``args.config`` (the run's saved
+    ``config.yaml``).
     The workdir must be able to hold a run (``workdir_lock.check_workdir``; with
     ``--resume`` it must exist). ``config.yaml`` is written only into a workdir that has
     none yet: an existing run's file is left for the train layer, which rewrites it once
@@ -220,17 +221,18 @@ def prepare_train(args: argparse.Namespace) -> None:
     from curiosity_search.train.workdir_lock import RunDirError, check_workdir
 
     resume = bool(getattr(args, "resume", False))
+    again = "--resume" if resume else "--restart" if getattr(args, "restart", False) else None
     if args.config is None:
-        if not (resume and args.workdir is not None):
-            raise UsageError("train needs --config FILE (or --resume --workdir DIR)")
+        if again is None or args.workdir is None:
+            raise UsageError("train needs --config FILE (or --resume/--restart --workdir DIR)")
         check_workdir(args.workdir, must_exist=True)
         args.config = args.workdir / "config.yaml"
         if not args.config.exists():
-            raise UsageError(f"--resume: {args.config} not found; pass --config FILE")
+            raise UsageError(f"{again}: {args.config} not found; pass --config FILE")
         try:
             args.cfg = load_config(args.config, args.set)
         except ConfigError as error:
-            raise ConfigError(f"{error}; pass --config FILE (the run's config) to resume") \
+            raise ConfigError(f"{error}; pass --config FILE (the run's config) with {again}") \
                 from None
     else:
         args.cfg = load_config(args.config, args.set)

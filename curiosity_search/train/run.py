@@ -347,8 +347,8 @@ def _loop(
 def train_main(args: argparse.Namespace) -> int:
     """``curiosity-search train``: loads the config, trains, prints the outcome.
 
-    Reads ``args.config`` (path; with ``--resume`` it defaults to the workdir's
-    ``config.yaml``), ``args.set`` (``key=value`` overrides), ``args.workdir`` (default
+    Reads ``args.config`` (path; with ``--resume`` or ``--restart`` it defaults to the
+    workdir's ``config.yaml``), ``args.set`` (``key=value`` overrides), ``args.workdir`` (default
     ``runs/<config stem>``), ``args.resume``, ``args.restart``, and ``args.cfg`` when
     the CLI has already loaded the config (then ``config``/``set`` are not read again).
     Returns the exit code: 0 done (all iterations or the time limit), 1 stopped on a
@@ -373,10 +373,11 @@ def train_main(args: argparse.Namespace) -> int:
     restart = bool(getattr(args, "restart", False))
     workdir = getattr(args, "workdir", None)
     config_path = getattr(args, "config", None)
-    if config_path is None and resume and workdir is not None:
+    if config_path is None and (resume or restart) and workdir is not None:
         config_path = Path(workdir) / CONFIG_FILENAME
     if config_path is None:
-        print("error: train needs --config FILE (or --resume --workdir DIR)", file=sys.stderr)
+        print("error: train needs --config FILE (or --resume/--restart --workdir DIR)",
+              file=sys.stderr)
         return 2
     config_path = Path(config_path)
     cfg = getattr(args, "cfg", None)  # the CLI has loaded and validated it already
