@@ -136,7 +136,8 @@ def _entry(axis: str, entry: Any) -> tuple[str, tuple[str, ...]]:
         )
     overrides = entry.get("set") or []
     overrides = [overrides] if isinstance(overrides, str) else overrides
-    if not all(isinstance(o, str) and "=" in o for o in overrides):
+    if not isinstance(overrides, list) or not all(isinstance(o, str) and "=" in o
+                                                  for o in overrides):
         raise SweepError(f"grid.{axis}: overrides {overrides!r}; allowed: 'key.path=value'")
     name = entry.get("name")
     if name is None:
@@ -227,12 +228,17 @@ def load_sweep(path: str | os.PathLike, root: str | os.PathLike | None = None) -
         raise SweepError(f"{path}: evaluation: {evaluation!r}; allowed: a mapping")
     try:
         plan = plan_from_dict(evaluation)
-    except (ValueError, TypeError) as error:
+    except ValueError as error:
         raise SweepError(f"{path}: {error}") from None
+    except TypeError as error:  # e.g. a number where a list of player specs belongs
+        raise SweepError(f"{path}: evaluation: {evaluation!r} holds a value of the wrong "
+                         f"type ({error})") from None
     try:
         base = _base(data["base"], path.parent)
     except ConfigError as error:
         raise SweepError(f"{path}: base: {error}") from None
+    except SweepError as error:
+        raise SweepError(f"{path}: {error}") from None
     try:
         runs = tuple(expand_grid(data.get("grid") or {}, common))
     except SweepError as error:
