@@ -1,10 +1,13 @@
-"""Environments: pgx games by id, Hex of any size in [3, 19], exact solvers for tiny boards.
+"""Environments: pgx games by id, Hex of any size in [3, 19], exact solvers for tiny boards,
+and an exact late-game judge for Hex of any size.
 
 Usage::
 
     env = make("hex", size=5, swap=False)    # our sized Hex (see ``envs.hex``)
     env = make("tic_tac_toe")                # any pgx id passes through to ``pgx.make``
     solution = solve("hex", size=4)          # exact values for 4x4 Hex without swap
+    judge = LateGameJudge(size=7)            # exact values and winning moves of late
+    verdict = judge.judge_states(states)     #   positions (<= 14 empty cells) of any size
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import jax
 import pgx
 
 from curiosity_search.envs.hex import Hex, State, action_to_cell, cell_to_action
+from curiosity_search.envs.late_game import LateGameJudge, LateGameVerdict
 from curiosity_search.envs.solvers import Solution, sample_random_positions, solve
 
 _HEX_KWARGS = ("size", "swap")
@@ -55,6 +59,8 @@ def make(name: str, **kwargs: Any) -> pgx.Env:
 
 __all__ = [
     "Hex",
+    "LateGameJudge",
+    "LateGameVerdict",
     "Solution",
     "State",
     "action_to_cell",
