@@ -175,38 +175,40 @@ class ProofSearch:
         self._rotate_format = f"0{self.bits.num_cells}b"
 
     # --- threats ----------------------------------------------------------------------
-    def _edge_reach(self, stones: int, colour: int) -> tuple[int, int]:
-        """(cells of ``stones`` connected to the start edge, ... to the end edge)."""
-        start, end = self.bits.edges[colour]
-        return self.bits.flood(start, stones), self.bits.flood(end, stones)
-
-    def _one_move_wins(self, stones: int, empty: int, colour: int) -> int:
-        """Empty cells that would join ``colour``'s edges at once (a bitboard)."""
-        start, end = self.bits.edges[colour]
-        reach_start, reach_end = self._edge_reach(stones, colour)
-        near_start = self.bits.spread(reach_start) | start
-        near_end = self.bits.spread(reach_end) | end
-        return near_start & near_end & empty
-
-    def _virtual_connection(self, stones: int, empty: int, colour: int) -> int:
-        """A proof that ``colour`` connects whoever moves, or 0: a chain of its groups
-        from edge to edge whose gaps are all *bridges*, two empty cells next to both
-        ends (either stone of a group on the edge row, or a group with two empty
-        neighbours on the edge row), with pairwise disjoint pairs of cells. When the
-        opponent takes one cell of a pair, the other one reconnects, so the chain
-        connects on every full board. The proof is the chain's stones and pairs."""
+    def _groups(self, stones: int, empty: int) -> tuple[list[int], list[int]]:
+        """(the connected groups of ``stones``, each group's empty neighbours)."""
         bits = self.bits
-        start, end = bits.edges[colour]
-        groups: list[int] = []
-        near: list[int] = []
+        groups, near = [], []
         rest = stones
         while rest:
             group = bits.flood(rest & -rest, stones)
             rest &= ~group
             groups.append(group)
             near.append(bits.spread(group) & empty)
+        return groups, near
+
+    def _one_move_wins(self, groups: list[int], near: list[int], empty: int, colour: int) -> int:
+        """Empty cells that would join ``colour``'s edges at once (a bitboard), from its
+        groups and their empty neighbours (``_groups``)."""
+        start, end = self.bits.edges[colour]
+        near_start, near_end = start & empty, end & empty
+        for group, neighbours in zip(groups, near, strict=True):
+            if group & start:
+                near_start |= neighbours
+            if group & end:
+                near_end |= neighbours
+        return near_start & near_end
+
+    def _virtual_connection(self, groups: list[int], near: list[int], colour: int) -> int:
+        """A proof that ``colour`` connects whoever moves, or 0: a chain of its groups
+        (``_groups``) from edge to edge whose gaps are all *bridges*, two empty cells
+        next to both ends (either stones of a group on the edge row, or a group with two
+        empty neighbours on the edge row), with pairwise disjoint pairs of cells. When
+        the opponent takes one cell of a pair, the other one reconnects, so the chain
+        connects on every full board. The proof is the chain's stones and pairs."""
         if not groups:
             return 0
+        start, end = self.bits.edges[colour]
 
         def gap(index: int, edge: int) -> int | None:
             """The carrier from group ``index`` to an edge: 0 touching, 2 cells, None."""
@@ -322,17 +324,19 @@ class ProofSearch:
         bits = self.bits
         me, opp = (black, white) if to_move == 0 else (white, black)
         empty = bits.full & ~(black | white)
-        wins = self._one_move_wins(me, empty, to_move)
+        my_groups, my_near = self._groups(me, empty)
+        wins = self._one_move_wins(my_groups, my_near, empty, to_move)
         if wins:
             cell = (wins & -wins).bit_length() - 1
             return True, self._group(me, cell)
-        connection = self._virtual_connection(me, empty, to_move)
+        connection = self._virtual_connection(my_groups, my_near, to_move)
         if connection:
             return True, connection
-        connection = self._virtual_connection(opp, empty, 1 - to_move)
+        their_groups, their_near = self._groups(opp, empty)
+        connection = self._virtual_connection(their_groups, their_near, 1 - to_move)
         if connection:
             return False, connection
-        threats = self._one_move_wins(opp, empty, 1 - to_move)
+        threats = self._one_move_wins(their_groups, their_near, empty, 1 - to_move)
         proof = 0
         if threats:
             first = (threats & -threats).bit_length() - 1
@@ -443,7 +447,8 @@ def late_game_cache_dir() -> Path:
 
 
 class RootCache:
-    """Solved roots of one board size in SQLite: key -> (win, winning-move bitboard).
+    """Solved roots of one board size in SQLite: key -> (win, winning-move bitboard) in
+    table ``roots``, and key -> win alone (``LateGameJudge.value``) in table ``values``.
 
     Safe to share between processes (SQLite locking); any SQLite error turns the cache
     off for the rest of the process (a read-only or full disk only costs re-solving).
@@ -462,6 +467,9 @@ class RootCache:
                 connection.execute(
                     "CREATE TABLE IF NOT EXISTS roots "
                     "(key TEXT PRIMARY KEY, win INTEGER, winning TEXT)"
+                )
+                connection.execute(
+                    "CREATE TABLE IF NOT EXISTS \"values\" (key TEXT PRIMARY KEY, win INTEGER)"
                 )
                 connection.commit()
                 self._connection = connection
@@ -496,6 +504,31 @@ class RootCache:
                 connection.executemany(
                     "INSERT OR IGNORE INTO roots (key, win, winning) VALUES (?, ?, ?)",
                     [(key, int(win), f"{winning:x}") for key, (win, winning) in items.items()],
+                )
+        except sqlite3.Error:
+            self.enabled = False
+
+    def get_value(self, key: str) -> bool | None:
+        connection = self._connect()
+        if connection is None:
+            return None
+        try:
+            row = connection.execute(
+                'SELECT win FROM "values" WHERE key = ?', (key,)
+            ).fetchone()
+        except sqlite3.Error:
+            self.enabled = False
+            return None
+        return None if row is None else bool(row[0])
+
+    def put_value(self, key: str, win: bool) -> None:
+        connection = self._connect()
+        if connection is None:
+            return
+        try:
+            with connection:
+                connection.execute(
+                    'INSERT OR IGNORE INTO "values" (key, win) VALUES (?, ?)', (key, int(win))
                 )
         except sqlite3.Error:
             self.enabled = False
@@ -583,6 +616,24 @@ class LateGameJudge:
             hit = self.search.winning_moves(black, white, to_move)
             self._roots[key] = hit
         return hit
+
+    def value(self, black: int, white: int, to_move: int) -> bool:
+        """Whether ``to_move`` can force a win, for any number of empty cells (no move
+        set: cheaper than ``solve`` on early positions); cached in memory and on disk."""
+        key = position_key(black, white, to_move)
+        hit = self._roots.get(key)
+        if hit is not None:
+            return hit[0]
+        win = self.cache.get_value(key) if self.cache is not None else None
+        if win is None:
+            bits = self.search.bits
+            if bits.connected(black, 0) or bits.connected(white, 1):
+                win = False
+            else:
+                win, _ = self.search.search(black, white, to_move)
+            if self.cache is not None:
+                self.cache.put_value(key, win)
+        return win
 
     def judge_bitboards(
         self,

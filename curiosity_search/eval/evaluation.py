@@ -16,6 +16,17 @@ An evaluation plan (the ``evaluation:`` section of a sweep file)::
     simulations: [0, 32]             # roles; null: [0, search.eval_num_simulations]
     checkpoints: all                 # all | last
     seed: 0
+    late_game_games: 512             # Hex from 5x5 up: games per source of the late-game
+                                     # positions (0: off), see below
+
+On Hex from 5x5 up (no swap) every row also carries the **late-game optimal-move rate**
+of its role (``eval.late_game``): on the positions with E empty cells
+(``envs.late_game.DEFAULT_MAX_EMPTY``) of ``late_game_games`` random-play games and as
+many self-play games of the reference where the side to move can force a win, the
+share where the role's move keeps the win (columns ``late_game_rate``,
+``late_game_positions``, ``late_game_empty_cells``, ``late_game_source``). The positions
+depend only on the plan's seed, the board and the reference, so every checkpoint and
+run of a board size is measured on the same ones.
 """
 
 from __future__ import annotations
@@ -42,7 +53,9 @@ _PLAN_KEYS = (
     "simulations",
     "checkpoints",
     "seed",
+    "late_game_games",
 )
+LATE_GAME_STREAM = 2**31 - 3  # fold-in index of the late-game positions' key
 
 
 @dataclass(frozen=True)
@@ -56,6 +69,7 @@ class EvalPlan:
     simulations: tuple[int, ...] | None = None
     checkpoints: str = "all"
     seed: int = 0
+    late_game_games: int = 512
     extra: Mapping[str, Any] = field(default_factory=dict, repr=False)
 
 
@@ -98,6 +112,7 @@ def plan_from_dict(data: Mapping[str, Any] | None) -> EvalPlan:
         simulations=simulations,
         checkpoints=checkpoints,
         seed=count("seed", 0, 0),
+        late_game_games=count("late_game_games", 512, 0),
     )
 
 
@@ -151,6 +166,33 @@ def build_opponents(plan: EvalPlan, game: GameSpec, env: Any) -> list[tuple[JaxP
     return out
 
 
+def late_game_set(plan: EvalPlan, game: GameSpec, env: Any,
+                  opponents: Sequence[tuple[Any, bool]]) -> Any:
+    """The plan's ``eval.late_game.LateGameSet`` for Hex from 5x5 up without swap (random
+    play + self-play of the reference among ``opponents``), or None."""
+    kwargs = dict(game.kwargs)
+    if (game.name != "hex" or kwargs.get("swap") or int(kwargs.get("size") or 0) < 5
+            or plan.late_game_games == 0):
+        return None
+    from curiosity_search.eval.late_game import build_late_game_set
+
+    reference = next((player for player, is_reference in opponents if is_reference), None)
+    key = jax.random.fold_in(jax.random.key(plan.seed), LATE_GAME_STREAM)
+    return build_late_game_set(key, env, reference=reference, games=plan.late_game_games)
+
+
+def late_game_columns(late: Any, apply: ApplyFn, params: Any, key: jax.Array) -> dict[str, Any]:
+    """The late-game columns of a role's rows (empty without a late-game set)."""
+    if late is None:
+        return {}
+    return {
+        "late_game_rate": late.rate(apply, params, key),
+        "late_game_positions": late.size,
+        "late_game_empty_cells": late.empty,
+        "late_game_source": late.describe_source(),
+    }
+
+
 def evaluate_point(
     key: jax.Array,
     *,
@@ -164,6 +206,7 @@ def evaluate_point(
     train_flops: float,
     wall_time_s: float,
     labels: Mapping[str, Any],
+    late_game: Any = None,
 ) -> list[dict[str, Any]]:
     """Plays one evaluation point: every role (simulation count) vs every opponent.
 
@@ -176,6 +219,7 @@ def evaluate_point(
       simulations: the roles: 0 is the apprentice, > 0 an expert.
       iteration, train_flops, wall_time_s: the compute spent to reach this point.
       labels: constant columns (``run_labels``).
+      late_game: a ``LateGameSet`` (``late_game_set``) or None: adds its columns.
 
     Returns:
       one row per (role, opponent).
@@ -184,6 +228,8 @@ def evaluate_point(
     label = labels.get("run", "run")
     for role_index, sims in enumerate(simulations):
         player = JaxPlayer(f"{label}@{iteration}:{sims}", act_fn(sims), params)
+        late = late_game_columns(late_game, act_fn(sims), params,
+                                 jax.random.fold_in(key, 10_000 + role_index))
         for opponent_index, (opponent, is_reference) in enumerate(opponents):
             match_key = jax.random.fold_in(key, role_index * 1000 + opponent_index)
             result = run_match(
@@ -199,6 +245,7 @@ def evaluate_point(
                     "simulations": sims,
                     "reference": int(is_reference),
                     **result.to_row(),
+                    **late,
                 }
             )
     return rows
@@ -232,6 +279,7 @@ def evaluate_run(
     metrics = {int(row["iteration"]): row for row in read_rows(run_dir / METRICS_FILENAME)}
     labels = {**run_labels(cfg, run_dir), **dict(labels or {})}
     opponents = build_opponents(plan, game_spec(cfg), trainer.env)
+    late = late_game_set(plan, game_spec(cfg), trainer.env, opponents)
     simulations = plan.simulations or (0, cfg.search.eval_num_simulations)
     act_fn = functools.cache(lambda n: jax.jit(trainer.make_act_fn(n)))
     rows: list[dict[str, Any]] = []
@@ -250,6 +298,7 @@ def evaluate_run(
             train_flops=float(row.get("train_flops") or float("nan")),
             wall_time_s=float(row.get("wall_time_s") or float("nan")),
             labels=labels,
+            late_game=late,
         )
     for opponent, _ in opponents:
         close = getattr(opponent, "close", None)

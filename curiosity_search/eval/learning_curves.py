@@ -1,18 +1,35 @@
-"""Learning curves measured against an exact solver: optimal-move rate vs time and FLOPs.
+"""Learning curves measured against exact answers: optimal-move rates vs time and FLOPs.
 
 Runs on boards a solver covers (Hex up to 4x4, tic-tac-toe) log
 ``eval/raw_optimal_move_rate`` (the raw policy, no search) and
 ``eval/search_optimal_move_rate`` (policy + search) in ``metrics.jsonl`` every
-``eval.every`` iterations. This figure draws both against training wall time and
-against estimated training FLOPs, one colour per run, search solid and raw dashed.
+``eval.every`` iterations. ``optimal_move_figure`` draws both against training wall time
+and against estimated training FLOPs, one colour per run, search solid and raw dashed.
+
+From 5x5 up the sweep's evaluation rows (``eval.csv``) carry the late-game optimal-move
+rate of each role (``eval.evaluation``, exact late-game judge). ``late_game_figure``
+draws it against training FLOPs like the score figure: one panel per algorithm, one
+colour per board size, expert solid and apprentice dashed, seeds pooled; the title
+states E and where the positions come from.
 """
 
 from __future__ import annotations
 
 import math
+from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+import numpy as np
+
+from curiosity_search.eval.plot_common import (
+    log_x_axis,
+    number,
+    numeric_sort_key,
+    panel_grid,
+    x_axis,
+)
 
 RATE_KEYS = {
     "eval/search_optimal_move_rate": ("search", "-"),
@@ -75,3 +92,81 @@ def optimal_move_figure(plt: Any, metric_rows: Sequence[dict], out: Path) -> lis
     fig.savefig(out / "optimal_move_rate.png", dpi=120)
     plt.close(fig)
     return table
+
+
+def late_game_curves(eval_rows: Sequence[dict]) -> list[dict]:
+    """Seed-pooled late-game optimal-move rate per (algorithm, board size, role,
+    iteration): the mean over runs, each run counted once per point."""
+    per_run: dict[tuple, dict] = {}
+    for row in eval_rows:
+        rate = number(row.get("late_game_rate"))
+        if rate != rate:  # NaN: no late-game column in this row
+            continue
+        key = (str(row.get("run", "")), str(row.get("role", "")),
+               int(number(row.get("iteration"))))
+        per_run.setdefault(key, row)
+    groups: dict[tuple, list[dict]] = defaultdict(list)
+    for (_, role, iteration), row in per_run.items():
+        group = (str(row.get("algorithm", "")), str(row.get("board_size", "")), role, iteration)
+        groups[group].append(row)
+    out = []
+    for (algorithm, board, role, iteration), rows in sorted(groups.items()):
+        out.append({
+            "algorithm": algorithm,
+            "board_size": board,
+            "role": role,
+            "iteration": iteration,
+            "train_flops": float(np.mean([number(r.get("train_flops")) for r in rows])),
+            "wall_time_s": float(np.mean([number(r.get("wall_time_s")) for r in rows])),
+            "runs": len(rows),
+            "late_game_rate": float(np.mean([number(r["late_game_rate"]) for r in rows])),
+            "late_game_positions": int(number(rows[0].get("late_game_positions"))),
+            "late_game_empty_cells": int(number(rows[0].get("late_game_empty_cells"))),
+            "late_game_source": rows[0].get("late_game_source", ""),
+        })
+    return out
+
+
+def late_game_figure(plt: Any, eval_rows: Sequence[dict], out: Path) -> list[dict]:
+    """Writes ``late_game_rate_vs_flops.png`` when any row has the late-game rate;
+    returns the plotted table (empty otherwise)."""
+    curves = late_game_curves(eval_rows)
+    if not curves:
+        return curves
+    x_key, x_label = x_axis(curves)
+    panels = sorted({c["algorithm"] for c in curves}, key=numeric_sort_key)
+    fig, axes = panel_grid(plt, len(panels))
+    boards = sorted({c["board_size"] for c in curves}, key=numeric_sort_key)
+    colours = dict(zip(boards, plt.cm.viridis(np.linspace(0, 0.9, max(1, len(boards)))),
+                       strict=False))
+    for ax, algorithm in zip(axes, panels, strict=False):
+        for board in boards:
+            for role, style in (("expert", "-"), ("apprentice", "--")):
+                pts = sorted((c for c in curves if c["algorithm"] == algorithm
+                              and c["board_size"] == board and c["role"] == role
+                              and number(c[x_key]) > 0), key=lambda c: c[x_key])
+                if not pts:
+                    continue
+                positions = pts[0]["late_game_positions"]
+                ax.plot([c[x_key] for c in pts], [c["late_game_rate"] for c in pts], style,
+                        marker=".", color=colours[board],
+                        label=f"board {board}, {role} ({positions} positions)")
+        log_x_axis(ax)
+        ax.axhline(1.0, color="grey", linestyle=":", linewidth=1, label="perfect play")
+        ax.set_ylim(min(0.5, min(c["late_game_rate"] for c in curves) - 0.02), 1.02)
+        ax.set_xlabel(x_label)
+        ax.set_ylabel("late-game optimal-move rate")
+        ax.set_title(f"algorithm {algorithm}")
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=7, loc="lower right")
+    empties = sorted({c["late_game_empty_cells"] for c in curves})
+    sources = sorted({str(c["late_game_source"]) for c in curves})
+    fig.suptitle(
+        "Late-game optimal-move rate (exact judge): winning positions with "
+        f"E = {', '.join(map(str, empties))} empty cells\nfrom {'; '.join(sources)}",
+        fontsize=10,
+    )
+    fig.tight_layout()
+    fig.savefig(out / "late_game_rate_vs_flops.png", dpi=120)
+    plt.close(fig)
+    return curves

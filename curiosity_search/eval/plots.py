@@ -15,6 +15,9 @@ writes a PNG and a CSV per figure:
   anchored at the reference, 0 = perfect play where it is the solver) vs training FLOPs,
   with the frontier fit ``elo = min(0, max(incline, plateau))`` in log-compute per
   board size (``frontier_fit.csv``).
+- ``late_game_rate_vs_flops``: the late-game optimal-move rate (exact judge, positions
+  with E empty cells; Hex from 5x5 up) vs training FLOPs, one panel per algorithm, one
+  curve per board size (expert solid, apprentice dashed); see ``learning_curves``.
 - ``variants``: runs grouped by name without ``-seed<N>`` (e.g. ExIt ``tpt-online`` vs
   ``cat-online``), score vs the reference and optimal-move rate; see ``variant_plots``.
 
@@ -38,7 +41,7 @@ import numpy as np
 
 from curiosity_search.atomic_io import write_csv_atomically
 from curiosity_search.eval.elo_figure import elo_figure
-from curiosity_search.eval.learning_curves import optimal_move_figure
+from curiosity_search.eval.learning_curves import late_game_figure, optimal_move_figure
 from curiosity_search.eval.plot_common import (
     log_x_axis,
     number,
@@ -266,6 +269,9 @@ def make_plots(dirs: Sequence[str | os.PathLike], out: str | os.PathLike) -> lis
             out / "curiosity_vs_gumbel.png",
         )
         elo_figure(plt, eval_rows, out)
+        late = late_game_figure(plt, eval_rows, out)
+        if late:
+            write_csv_atomically(out / "late_game_rate_vs_flops.csv", late)
     variant_figure(
         plt,
         reference_curves(with_variants(eval_rows), ("variant", "board_size")),
