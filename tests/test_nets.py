@@ -74,12 +74,16 @@ def test_output_shapes_and_ranges(trunk, value_head, extras, game):
         else:
             assert output.value_belief.shape == (BATCH, num_classes)
             assert bool(jnp.all(output.value_belief > 0))
+            totals = jnp.sum(output.value_belief, -1)  # bounded: [floor, cap] = [1, 16]
+            assert bool(jnp.all((totals >= 1.0 - 1e-5) & (totals <= 16.0 + 1e-4))), totals
             np.testing.assert_allclose(
                 output.value, belief_to_value(output.value_belief), rtol=1e-5, atol=1e-6
             )
         if action_values:
             assert output.action_beliefs.shape == (BATCH, num_actions, num_classes)
             assert bool(jnp.all(output.action_beliefs > 0))
+            totals = jnp.sum(output.action_beliefs, -1)
+            assert bool(jnp.all((totals >= 1.0 - 1e-5) & (totals <= 16.0 + 1e-4))), totals
         else:
             assert output.action_beliefs is None
         if extras:
@@ -191,3 +195,38 @@ def test_network_flops_scale_with_width():
         counts.append(forward_flops(model, variables, obs, compiled=False))
     # The residual block's convs (9 * w * w per cell) dominate: roughly 4x when w doubles.
     assert 2.5 < counts[1] / counts[0] < 4.5
+
+
+def test_bounded_belief_heads_stay_in_bounds_and_start_at_init():
+    from curiosity_search.nets import BeliefBounds, bounded_belief
+
+    bounds = BeliefBounds(floor=2.0, cap=20.0, init=3.0)
+    logits = jnp.array([[0.0, 0.0], [50.0, -50.0], [-1e4, 1e4]])
+    for t in (-1e4, -3.0, 0.0, 3.0, 1e4):
+        belief = bounded_belief(logits, jnp.full((3,), t), bounds)
+        total = jnp.sum(belief, -1)
+        assert bool(jnp.all(belief > 0)) and bool(jnp.all(jnp.isfinite(belief)))
+        assert bool(jnp.all((total >= 2.0 - 1e-5) & (total <= 20.0 + 1e-4)))
+    t0 = bounds.concentration_bias(2)
+    np.testing.assert_allclose(jnp.sum(bounded_belief(logits[:1], jnp.array([t0]), bounds)),
+                               3.0, rtol=1e-5)
+    # A fresh network's beliefs start at the init total with a uniform mean.
+    model = make_network("mlp", 1, 8, 5, "beta", action_values=True, belief_bounds=bounds)
+    obs = _observation(_key(3), (3, 3, 4))
+    _, out = _init_apply(model, obs)
+    np.testing.assert_allclose(jnp.sum(out.value_belief, -1), 3.0, rtol=0.05)
+    np.testing.assert_allclose(jnp.sum(out.action_beliefs, -1), 3.0, rtol=0.05)
+    np.testing.assert_allclose(out.value_belief / 3.0, 0.5, atol=0.05)
+
+
+@pytest.mark.parametrize("floor, cap, init, match", [
+    (0.0, 16.0, None, "floor and cap"),
+    (4.0, 2.0, None, "floor and cap"),
+    (1.0, 16.0, 16.0, "init"),
+    (3.0, 16.0, None, "init"),  # K = 2 is below the floor
+])
+def test_belief_bounds_are_validated(floor, cap, init, match):
+    from curiosity_search.nets import BeliefBounds
+
+    with pytest.raises(ValueError, match=match):
+        make_network("mlp", 1, 8, 5, "beta", belief_bounds=BeliefBounds(floor, cap, init))

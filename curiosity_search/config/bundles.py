@@ -196,8 +196,31 @@ def _check_warm_start(cfg: Config) -> None:
         )
 
 
+def _check_belief_bounds(cfg: Config) -> None:
+    net = cfg.network
+    if not net.belief_floor < net.belief_cap:
+        raise ConfigError(
+            f"network.belief_floor: {net.belief_floor} is not below network.belief_cap "
+            f"{net.belief_cap} (belief totals lie in [floor, cap])"
+        )
+    if net.belief_init is not None and not net.belief_floor < net.belief_init < net.belief_cap:
+        raise ConfigError(
+            f"network.belief_init: {net.belief_init} is not strictly between "
+            f"network.belief_floor {net.belief_floor} and network.belief_cap {net.belief_cap}"
+        )
+    if net.belief_init is None and net.value_head in _BELIEF_HEADS:
+        outcomes = 2 if net.value_head == "beta" else 3
+        if not net.belief_floor < outcomes < net.belief_cap:
+            raise ConfigError(
+                f"network.belief_init: null means {outcomes} (the uniform belief), which is not "
+                f"strictly between network.belief_floor {net.belief_floor} and "
+                f"network.belief_cap {net.belief_cap}; set belief_init"
+            )
+
+
 CHECKS: list[Callable[[Config], None]] = [
     _check_env,
+    _check_belief_bounds,
     _check_search,
     _check_targets,
     _check_optimizer,

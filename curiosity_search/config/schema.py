@@ -67,6 +67,11 @@ class NetworkConfig:
     conv_gradient: Literal["auto", "xla", "explicit"] = doc(
         "auto", "resnet conv gradients: explicit on CPU (fast inside loops), xla elsewhere"
     )
+    belief_floor: float = positive(1.0, "belief heads: smallest total concentration")
+    belief_cap: float = positive(16.0, "belief heads: largest total concentration")
+    belief_init: float | None = positive(
+        None, "belief heads: a fresh head's total concentration; null means K (uniform)"
+    )
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,9 @@
 """Networks: Flax ResNet / residual-MLP trunks with policy, value-belief, action-belief and
 regret heads; presets; FLOP counting."""
 
+from curiosity_search.nets.belief_head import BeliefBounds, bounded_belief
 from curiosity_search.nets.flops import forward_flops, update_flops
 from curiosity_search.nets.models import (
-    CONCENTRATION_EPSILON,
     MLPTrunk,
     Network,
     NetworkOutput,
@@ -26,7 +26,7 @@ from curiosity_search.nets.presets import (
 )
 
 __all__ = [
-    "CONCENTRATION_EPSILON",
+    "BeliefBounds",
     "MLP2x64",
     "MLP2x128",
     "MLP4x256",
@@ -41,6 +41,7 @@ __all__ = [
     "TinyMLP",
     "TinyResNet",
     "belief_size",
+    "bounded_belief",
     "belief_to_value",
     "forward_flops",
     "make_network",

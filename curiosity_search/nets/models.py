@@ -8,6 +8,8 @@ Conventions every caller relies on:
 - All outputs are from the perspective of the **player to move** in the observed position.
 - Belief concentrations are ordered **(win, loss)** for Beta (K = 2) and
   **(win, draw, loss)** for Dirichlet (K = 3); "win" is a win for the player to move.
+  Each belief is a softmax mean times one total concentration bounded to
+  ``[belief_bounds.floor, belief_bounds.cap]`` (``belief_head``).
 - ``action_beliefs[b, a]`` are the concentrations of the outcome **after taking action a**
   in position b, still from the perspective of the player to move at position b (not the
   opponent who moves next); same K ordering as the value belief.
@@ -29,12 +31,9 @@ import flax.linen as nn
 import flax.struct
 import jax
 import jax.numpy as jnp
-import numpy as np
 
+from curiosity_search.nets.belief_head import BeliefBounds, belief_head_bias, split_belief_outputs
 from curiosity_search.nets.conv import CONV_GRADIENTS, conv_function
-
-CONCENTRATION_EPSILON = 1e-3
-"""Added to softplus outputs so every concentration is strictly positive."""
 
 VALUE_HEADS = ("scalar", "beta", "dirichlet")
 TRUNKS = ("resnet", "mlp")
@@ -52,7 +51,8 @@ class NetworkOutput:
         policy_logits: ``[B, A]`` unnormalised log-probabilities (illegal actions are not
             masked here).
         value: ``[B]`` in [-1, 1], expected outcome for the player to move.
-        value_belief: ``[B, K]`` concentrations (> 0) or None for a scalar value head.
+        value_belief: ``[B, K]`` concentrations (> 0, total in the belief bounds) or None
+            for a scalar value head.
         action_beliefs: ``[B, A, K]`` concentrations of the outcome after each action, from
             the perspective of the player to move at this position; None when disabled.
         regret_rank: ``[B]`` ranking logit (seeds/003's gamma_s) or None.
@@ -86,20 +86,10 @@ def belief_to_value(concentrations: jax.Array) -> jax.Array:
     return 2.0 * mean_score - 1.0
 
 
-def _uniform_concentration_bias(key: jax.Array, shape: tuple[int, ...], dtype: Any) -> jax.Array:
-    """Bias making softplus(bias) + eps = 1, so a fresh network predicts near-uniform beliefs."""
-    del key
-    target = 1.0 - CONCENTRATION_EPSILON
-    return jnp.full(shape, float(np.log(np.expm1(target))), dtype)
-
-
 # Belief output layers start 10x smaller than LeCun (variance / 100), so together with
-# the bias above a fresh network predicts beliefs close to uniform Beta(1, 1) / Dir(1, 1, 1).
+# their bias (``belief_head.belief_head_bias``) a fresh network predicts beliefs close to
+# the uniform mean at the bounds' initial concentration.
 _small_kernel_init = nn.initializers.variance_scaling(0.01, "fan_in", "truncated_normal")
-
-
-def _concentrations(logits: jax.Array) -> jax.Array:
-    return jax.nn.softplus(logits) + CONCENTRATION_EPSILON
 
 
 # ----------------------------------------------------------------------------- trunks
@@ -246,6 +236,7 @@ class Network(nn.Module):
     regret_heads: bool = False
     compute_dtype: str = "float32"
     conv_gradient: str = "auto"
+    belief_bounds: BeliefBounds = BeliefBounds()
 
     @nn.compact
     def __call__(self, observation: jax.Array) -> NetworkOutput:
@@ -274,28 +265,29 @@ class Network(nn.Module):
             value = jnp.tanh(raw[:, 0])
         else:
             raw = head(
-                num_classes,
+                num_classes + 1,
                 reduce_channels=2,
                 hidden=value_hidden,
                 dtype=dtype,
-                out_bias_init=_uniform_concentration_bias,
+                out_bias_init=belief_head_bias(self.belief_bounds, num_classes, 1),
                 out_kernel_init=_small_kernel_init,
                 name="value_head",
             )(features)
-            value_belief = _concentrations(raw)
+            value_belief = split_belief_outputs(raw, 1, num_classes, self.belief_bounds)[:, 0]
             value = belief_to_value(value_belief)
 
         action_beliefs = None
         if self.action_values:
             raw = head(
-                self.num_actions * num_classes,
+                self.num_actions * (num_classes + 1),
                 reduce_channels=2 * num_classes,
                 dtype=dtype,
-                out_bias_init=_uniform_concentration_bias,
+                out_bias_init=belief_head_bias(self.belief_bounds, num_classes, self.num_actions),
                 out_kernel_init=_small_kernel_init,
                 name="action_value_head",
             )(features)
-            action_beliefs = _concentrations(raw.reshape(batch, self.num_actions, num_classes))
+            action_beliefs = split_belief_outputs(raw, self.num_actions, num_classes,
+                                                  self.belief_bounds)
 
         regret_rank = regret_value = None
         if self.regret_heads:
@@ -327,6 +319,7 @@ def make_network(
     regret_heads: bool = False,
     compute_dtype: str = "float32",
     conv_gradient: str = "auto",
+    belief_bounds: BeliefBounds | None = None,
 ) -> nn.Module:
     """Builds a :class:`Network` after validating its static configuration.
 
@@ -346,6 +339,8 @@ def make_network(
         conv_gradient: how the ResNet's convolutions are differentiated
             (``conv.CONV_GRADIENTS``): "auto" (default: "explicit" on the CPU, "xla"
             elsewhere), "xla" or "explicit". Same parameters and values either way.
+        belief_bounds: the total-concentration range and initial value of every
+            predicted belief (``belief_head.BeliefBounds``; None: its defaults).
 
     Returns:
         An unbound flax module: ``variables = model.init(key, observation)``,
@@ -359,6 +354,9 @@ def make_network(
         raise ValueError(f"compute_dtype must be one of {tuple(COMPUTE_DTYPES)}")
     if conv_gradient not in CONV_GRADIENTS:
         raise ValueError(f"conv_gradient must be one of {CONV_GRADIENTS}, got {conv_gradient!r}")
+    belief_bounds = BeliefBounds() if belief_bounds is None else belief_bounds
+    if value_head != "scalar":
+        belief_bounds.validate(belief_size(value_head))
     if action_values and value_head == "scalar":
         raise ValueError("action_values needs a belief value head ('beta' or 'dirichlet')")
     if blocks < 0 or width < 1 or num_actions < 1:
@@ -373,4 +371,5 @@ def make_network(
         regret_heads=regret_heads,
         compute_dtype=compute_dtype,
         conv_gradient=conv_gradient,
+        belief_bounds=belief_bounds,
     )

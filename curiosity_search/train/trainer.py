@@ -67,7 +67,7 @@ def _env_from_config(cfg: Any) -> Any:
 
 
 def _network_from_config(cfg: Any, num_actions: int) -> Any:
-    from curiosity_search.nets import make_network
+    from curiosity_search.nets import BeliefBounds, make_network
 
     net = cfg.network
     return make_network(
@@ -80,6 +80,7 @@ def _network_from_config(cfg: Any, num_actions: int) -> Any:
         regret_heads=net.regret_heads,
         compute_dtype=net.compute_dtype,
         conv_gradient=net.conv_gradient,
+        belief_bounds=BeliefBounds(net.belief_floor, net.belief_cap, net.belief_init),
     )
 
 
