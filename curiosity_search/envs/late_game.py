@@ -30,8 +30,10 @@ Algorithm (Hex has no draws, so every position is a win or a loss for the side t
   gap a bridge (two empty cells next to both sides, the pairs disjoint) connects
   whoever moves: the position is decided without search, the chain and its pairs
   being the proof.
-- **Move ordering**: cells on the mover's shortest (fewest empty cells) edge-to-edge
-  paths first, then the opponent's, from layered bitboard flood fills.
+- **Move ordering**: with many empty cells, by the current through each cell in both
+  players' resistance circuits (``Circuit``; about 9x fewer nodes than the next rule on
+  real 5x5 positions with 21 empty cells); near the end, cells on the mover's shortest
+  (fewest empty cells) edge-to-edge paths first, then the opponent's.
 - **Transposition table** keyed by the two bitboards and the colour to move, shared by
   a position and its 180-degree rotation (which maps each player's edges onto
   themselves), bounded in size.
@@ -59,6 +61,7 @@ SOLVER_VERSION = 1  # bump when the rules, the encoding or the cache layout chan
 DEFAULT_MAX_EMPTY = 14
 """E: the default bound on the empty cells of a judged position (all board sizes)."""
 MAX_TABLE_ENTRIES = 2_000_000  # the transposition table is cleared when it grows past this
+RESISTANCE_EMPTY = 8  # nodes with this many empty cells order moves by circuit currents
 
 
 @dataclasses.dataclass(frozen=True)
@@ -149,6 +152,68 @@ class HexBits:
         return bool(self.flood(start, stones) & end)
 
 
+class Circuit:
+    """A player's position as an electric circuit (Anshelevich's Hex evaluation), for
+    move ordering: a cell's resistance is ~0 with the player's stone, 1 empty, infinite
+    with the opponent's; adjacent cells join with the sum of their resistances, and each
+    edge row joins its terminal. ``currents`` is the current through every cell with 1
+    volt across the player's two edges: the cells most of the flow needs matter most.
+
+    Attributes (C cells, P adjacent pairs):
+      first, second: int [P]: the pairs' cells.
+      start_cells, end_cells: ``[colour] -> int [...]``: each colour's edge rows.
+    """
+
+    STONE = 1e-3  # the resistance of an own stone (not 0: keeps the system regular)
+
+    def __init__(self, bits: HexBits):
+        self.num_cells = bits.num_cells
+        pairs = [(i, j) for i in range(bits.num_cells) for j in _bits(bits.neighbours[i]) if i < j]
+        self.first = np.array([i for i, _ in pairs], np.int64)
+        self.second = np.array([j for _, j in pairs], np.int64)
+        self.start_cells = [np.array(_bits(bits.edges[c][0]), np.int64) for c in (0, 1)]
+        self.end_cells = [np.array(_bits(bits.edges[c][1]), np.int64) for c in (0, 1)]
+        self._bytes = (bits.num_cells + 7) // 8
+
+    @classmethod
+    def of(cls, bits: HexBits) -> Circuit:
+        return cls(bits)
+
+    def _cells(self, board: int) -> np.ndarray:
+        """bool [C] from a bitboard."""
+        raw = np.frombuffer(board.to_bytes(self._bytes, "little"), np.uint8)
+        return np.unpackbits(raw, bitorder="little")[: self.num_cells].astype(bool)
+
+    def currents(self, stones: int, empty: int, colour: int) -> np.ndarray:
+        """float [C]: the current through each cell (0 on the opponent's stones)."""
+        cells = self.num_cells
+        resistance = np.full(cells, np.inf)
+        resistance[self._cells(stones)] = self.STONE
+        resistance[self._cells(empty)] = 1.0
+        pair = 1.0 / (resistance[self.first] + resistance[self.second])  # [P], 0 if blocked
+        start, end = self.start_cells[colour], self.end_cells[colour]
+        to_start = 1.0 / resistance[start]
+        to_end = 1.0 / resistance[end]
+        laplacian = np.zeros((cells, cells))
+        laplacian[self.first, self.second] = -pair
+        laplacian[self.second, self.first] = -pair
+        diagonal = np.bincount(self.first, pair, cells) + np.bincount(self.second, pair, cells)
+        diagonal[start] += to_start
+        diagonal[end] += to_end
+        laplacian[np.arange(cells), np.arange(cells)] = diagonal + 1e-9
+        source = np.zeros(cells)
+        source[start] = to_start  # the start terminal at 1 volt, the end one at 0
+        try:
+            voltage = np.linalg.solve(laplacian, source)
+        except np.linalg.LinAlgError:
+            return np.zeros(cells)
+        flow = np.abs(pair * (voltage[self.first] - voltage[self.second]))
+        through = np.bincount(self.first, flow, cells) + np.bincount(self.second, flow, cells)
+        through[start] += np.abs(to_start * (1.0 - voltage[start]))
+        through[end] += np.abs(to_end * voltage[end])
+        return through / 2
+
+
 def _bits(mask: int) -> list[int]:
     """The set bits of ``mask``, lowest first."""
     out = []
@@ -173,6 +238,7 @@ class ProofSearch:
         self.max_table_entries = max_table_entries
         self.nodes = 0
         self._rotate_format = f"0{self.bits.num_cells}b"
+        self.circuit = Circuit.of(self.bits)
 
     # --- threats ----------------------------------------------------------------------
     def _groups(self, stones: int, empty: int) -> tuple[list[int], list[int]]:
@@ -276,10 +342,21 @@ class ProofSearch:
             layers.append(reach)
 
     def _order(self, me: int, opp: int, empty: int, colour: int, candidates: int) -> list[int]:
-        """Candidate cells, most urgent first: by the fewest empty cells on the mover's
-        shortest edge-to-edge path through the cell, then on the opponent's, then by
-        cell index (of the orders tried on real 5x5 positions, the fewest nodes)."""
+        """Candidate cells, most urgent first. With at least ``RESISTANCE_EMPTY`` empty
+        cells: by the current through the cell in both players' resistance circuits
+        (``Circuit``), the opponent's weighted 4x the mover's; with fewer: by the empty
+        cells on the mover's shortest edge-to-edge path through the cell, then on the
+        opponent's (of the orders tried on real 5x5 positions, the fewest nodes)."""
         cells = _bits(candidates)
+        if empty.bit_count() >= RESISTANCE_EMPTY:
+            mine = self.circuit.currents(me, empty, colour)
+            theirs = self.circuit.currents(opp, empty, 1 - colour)
+            score = 0.25 * mine + theirs
+            return sorted(cells, key=lambda c: (-score[c], c))
+        return self._shortest_path_order(me, opp, empty, colour, cells, candidates)
+
+    def _shortest_path_order(self, me: int, opp: int, empty: int, colour: int,
+                             cells: list[int], candidates: int) -> list[int]:
         lengths = []
         for stones, who in ((me, colour), (opp, 1 - colour)):
             start, end = self.bits.edges[who]
