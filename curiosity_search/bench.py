@@ -3,7 +3,8 @@
 ``bench search`` times our search policies against mctx's on the same model
 (``search.bench.bench_search``) and writes ``results/bench/search_<device>.csv``.
 ``bench train`` times one compiled training iteration (self-play moves + updates) for
-the given config and writes ``results/bench/train_<device>.csv``. Both print ratios
+the given config, with its network evaluations/s and FLOP/s, and appends a row to
+``results/bench/train_<device>.csv``. Both print ratios
 measured side by side in one process: compare rows of one run, never across machines.
 """
 
@@ -21,8 +22,14 @@ from typing import Any
 import jax
 
 from curiosity_search.atomic_io import write_csv_atomically
+from curiosity_search.errors import UserError
 
 DEFAULT_OUT_DIR = Path("results/bench")
+
+
+class BenchError(UserError):
+    """The benchmarked run stopped before its iterations were done (a non-finite loss,
+    say): there is nothing to time; the CLI prints the run's own message."""
 
 
 def _timed(fn: Callable[[], Any]) -> float:
@@ -34,7 +41,8 @@ def _timed(fn: Callable[[], Any]) -> float:
 
 def _user_loop(cfg: Any, iterations: int) -> list[dict[str, Any]]:
     """Runs ``train`` (the run loop a user runs) for ``iterations`` in a temporary run
-    directory, progress bar off; returns its ``metrics.jsonl`` rows."""
+    directory, progress bar off; returns its ``metrics.jsonl`` rows. Raises
+    ``BenchError`` if the run stops early (``nonfinite``)."""
     from curiosity_search.config import replace_path
     from curiosity_search.train.metrics_log import METRICS_FILENAME
     from curiosity_search.train.run import train
@@ -43,9 +51,40 @@ def _user_loop(cfg: Any, iterations: int) -> list[dict[str, Any]]:
     cfg = replace_path(cfg, "train.time_limit_s", None)
     cfg = replace_path(cfg, "logging.progress", False)
     with tempfile.TemporaryDirectory(prefix="bench_train_") as workdir:
-        train(cfg, workdir)
+        result = train(cfg, workdir)
         lines = (Path(workdir) / METRICS_FILENAME).read_text().splitlines()
+    if result.status != "completed":
+        raise BenchError(f"bench train: the run loop did not complete its {iterations} "
+                         f"iterations ({result.status}): {result.message}")
     return [json.loads(line) for line in lines if line.strip()]
+
+
+def _significant(value: float, digits: int = 4) -> float:
+    """``value`` rounded to ``digits`` significant digits (NaN and inf unchanged)."""
+    return float(f"{value:.{digits}g}")
+
+
+def _compute(cfg: Any, trainer: Any, params: Any) -> Any:
+    """The run loop's ``ComputeModel`` for ``cfg``; where XLA's cost analysis of the
+    compiled forward pass reports no FLOPs (``make_compute_model`` then says NaN), the
+    unoptimised program's count (``forward_flops(compiled=False)``, within a few
+    percent) stands in."""
+    import dataclasses
+    import math
+
+    from curiosity_search.nets.flops import forward_flops
+    from curiosity_search.train.run_accounting import make_compute_model
+    from curiosity_search.train.sharding import local_copy
+
+    compute = make_compute_model(cfg, trainer, local_copy(params))
+    if math.isfinite(compute.forward_flops):
+        return compute
+    try:
+        example = jax.jit(trainer.env.init)(jax.random.key(0)).observation[None]
+        flops = forward_flops(trainer.network, local_copy(params), example, compiled=False)
+    except Exception:  # noqa: BLE001 - a benchmark row with NaN FLOPs beats no row
+        return compute
+    return dataclasses.replace(compute, forward_flops=flops)
 
 
 def bench_train(cfg: Any, repeats: int = 3) -> dict[str, Any]:
@@ -63,8 +102,19 @@ def bench_train(cfg: Any, repeats: int = 3) -> dict[str, Any]:
        ``K`` updates in one ``lax.scan``, ``Trainer.update_phase``) and
        ``update_alone_seconds`` (one ``Trainer.update``); ``update_in_scan_ratio`` =
        ``updates_seconds / K / update_alone_seconds`` (the conv-gradient problem of
-       ``nets/conv.py`` shows here); ``compile_seconds``: the whole iteration's
-       ``lower().compile()``.
+       ``nets/conv.py`` shows here); ``compile_seconds``: the loop's first iteration
+       less a steady one (the step's compilation, or its load from JAX's persistent
+       cache; timing the compile on its own would compile the whole iteration once
+       more, the longest part of this benchmark on an accelerator).
+    3. The compute, counted as training counts it (``train.run_accounting``: network
+       FLOPs only, one forward pass measured by XLA's cost analysis, an update = 3
+       forward passes): ``forward_flops`` per position, ``network_evaluations`` per
+       iteration (self-play: ``games * moves * (simulations + 1)``),
+       ``evaluations_per_sec`` over the user's iteration (``iteration + host``
+       seconds) and ``selfplay_evaluations_per_sec`` over the self-play phase alone,
+       ``flops_per_iteration`` (self-play evaluations plus updates) and
+       ``flops_per_sec`` over the user's iteration. A chip's peak rate divided into
+       ``flops_per_sec`` is the fraction of peak the whole training step reaches.
     """
     from curiosity_search.train.trainer import build_trainer
 
@@ -73,16 +123,17 @@ def bench_train(cfg: Any, repeats: int = 3) -> dict[str, Any]:
     iteration_seconds = sum(r["iteration_time_s"] for r in steady) / len(steady)
     host_seconds = sum(r["host_time_s"] for r in steady) / len(steady)
 
+    first_iteration_seconds = rows[0]["iteration_time_s"]
+    compile_seconds = max(0.0, first_iteration_seconds - iteration_seconds)
+
     trainer = build_trainer(cfg)
     root_key = jax.random.key(cfg.seed)
     state = jax.jit(trainer.init)(root_key)
-    start = time.perf_counter()
-    iteration = jax.jit(trainer.iteration).lower(state, root_key).compile()
-    compile_seconds = time.perf_counter() - start
-    # One iteration first, so the phases below train on a non-empty replay.
-    state, _ = jax.block_until_ready(iteration(state, jax.random.fold_in(root_key, 0)))
     play = jax.jit(trainer.self_play_phase)
     updates = jax.jit(trainer.update_phase)
+    # One self-play phase first (it compiles ``play``), so that the phases below start
+    # from games in progress and, where games have ended, train on a non-empty replay.
+    state, _ = jax.block_until_ready(play(state, jax.random.fold_in(root_key, 0)))
     learning_rate = state.hyperparams.learning_rate if trainer.scale_updates_by_learning_rate \
         else None
     one_update = jax.jit(lambda s, k: trainer.update(s.params, s.opt_state, k, s.replay,
@@ -92,8 +143,9 @@ def bench_train(cfg: Any, repeats: int = 3) -> dict[str, Any]:
         "updates_seconds": lambda k: updates(state, k),
         "update_alone_seconds": lambda k: one_update(state, k),
     }
-    for fn in phases.values():  # compile and warm up
-        jax.block_until_ready(fn(jax.random.key(1)))
+    for name, fn in phases.items():  # compile and warm up (``play`` already ran)
+        if name != "selfplay_seconds":
+            jax.block_until_ready(fn(jax.random.key(1)))
     best = {name: float("inf") for name in phases}
     for round_index in range(repeats):
         key = jax.random.fold_in(root_key, 100 + round_index)
@@ -102,6 +154,10 @@ def bench_train(cfg: Any, repeats: int = 3) -> dict[str, Any]:
 
     positions = cfg.selfplay.batch_size * cfg.selfplay.moves_per_iteration
     updates_per_iteration = cfg.train.updates_per_iteration
+    user_seconds = iteration_seconds + host_seconds
+    compute = _compute(cfg, trainer, state.params)
+    evaluations = compute.network_evaluations
+    flops_per_iteration = (evaluations + compute.update_forwards) * compute.forward_flops
     return {
         "config": getattr(cfg, "name", None),
         "env": cfg.env.name if cfg.env.name != "hex" else f"hex{cfg.env.size}",
@@ -114,10 +170,10 @@ def bench_train(cfg: Any, repeats: int = 3) -> dict[str, Any]:
         "moves_per_iteration": cfg.selfplay.moves_per_iteration,
         "updates_per_iteration": updates_per_iteration,
         "train_batch": cfg.train.batch_size,
-        "positions_per_sec": round(positions / (iteration_seconds + host_seconds), 1),
+        "positions_per_sec": round(positions / user_seconds, 1),
         "iteration_seconds": round(iteration_seconds, 4),
         "host_seconds": round(host_seconds, 4),
-        "first_iteration_seconds": round(rows[0]["iteration_time_s"], 3),
+        "first_iteration_seconds": round(first_iteration_seconds, 3),
         "compile_seconds": round(compile_seconds, 3),
         "selfplay_seconds": round(best["selfplay_seconds"], 4),
         "updates_seconds": round(best["updates_seconds"], 4),
@@ -126,6 +182,13 @@ def bench_train(cfg: Any, repeats: int = 3) -> dict[str, Any]:
             best["updates_seconds"] / updates_per_iteration / best["update_alone_seconds"], 3),
         "selfplay_fraction": round(
             best["selfplay_seconds"] / (best["selfplay_seconds"] + best["updates_seconds"]), 3),
+        "compute_dtype": cfg.network.compute_dtype,
+        "forward_flops": _significant(compute.forward_flops),
+        "network_evaluations": int(evaluations),
+        "evaluations_per_sec": round(evaluations / user_seconds, 1),
+        "selfplay_evaluations_per_sec": round(evaluations / best["selfplay_seconds"], 1),
+        "flops_per_iteration": _significant(flops_per_iteration),
+        "flops_per_sec": _significant(flops_per_iteration / user_seconds),
         "device": jax.devices()[0].platform,
         "num_devices": jax.device_count(),
     }
@@ -150,7 +213,7 @@ def bench_main(args: argparse.Namespace) -> int:
 
     row = bench_train(args.cfg, repeats=args.repeats)
     for key, value in row.items():
-        print(f"{key:>22s}: {value}")
+        print(f"{key:>28s}: {value}")
     path = args.out or DEFAULT_OUT_DIR / f"train_{device}.csv"
     append_csv(path, [row])
     print(f"appended to {path}")
