@@ -62,6 +62,7 @@ DEFAULT_MAX_EMPTY = 14
 """E: the default bound on the empty cells of a judged position (all board sizes)."""
 MAX_TABLE_ENTRIES = 2_000_000  # the transposition table is cleared when it grows past this
 RESISTANCE_EMPTY = 8  # nodes with this many empty cells order moves by circuit currents
+DISK_VALUE_EMPTY = 18  # ``LateGameJudge.value`` keeps positions with more empties on disk
 
 
 @dataclasses.dataclass(frozen=True)
@@ -680,6 +681,7 @@ class LateGameJudge:
         self.num_cells = self.size * self.size
         self.num_actions = self.num_cells + 1
         self._roots: dict[str, tuple[bool, int]] = {}
+        self._values: dict[str, bool] = {}
         folder = Path(cache_dir) if cache_dir is not None else late_game_cache_dir()
         name = f"late_game_hex{self.size}_v{SOLVER_VERSION}.sqlite"
         self.cache = RootCache(folder / name) if cache else None
@@ -696,20 +698,28 @@ class LateGameJudge:
 
     def value(self, black: int, white: int, to_move: int) -> bool:
         """Whether ``to_move`` can force a win, for any number of empty cells (no move
-        set: cheaper than ``solve`` on early positions); cached in memory and on disk."""
+        set: cheaper than ``solve`` on early positions). Cached in memory, and on disk
+        for positions with more than ``DISK_VALUE_EMPTY`` empty cells (below that a
+        search costs less than a disk write)."""
         key = position_key(black, white, to_move)
-        hit = self._roots.get(key)
+        hit = self._values.get(key)
+        if hit is None and key in self._roots:
+            hit = self._roots[key][0]
         if hit is not None:
-            return hit[0]
-        win = self.cache.get_value(key) if self.cache is not None else None
+            return hit
+        bits = self.search.bits
+        on_disk = self.cache is not None and (
+            bits.num_cells - (black | white).bit_count() > DISK_VALUE_EMPTY
+        )
+        win = self.cache.get_value(key) if on_disk else None
         if win is None:
-            bits = self.search.bits
             if bits.connected(black, 0) or bits.connected(white, 1):
                 win = False
             else:
                 win, _ = self.search.search(black, white, to_move)
-            if self.cache is not None:
+            if on_disk:
                 self.cache.put_value(key, win)
+        self._values[key] = win
         return win
 
     def judge_bitboards(
@@ -759,35 +769,35 @@ class LateGameJudge:
     def winning_move(
         self, black: int, white: int, to_move: int, preferred: Sequence[int] = ()
     ) -> int | None:
-        """One move that keeps ``to_move``'s forced win, trying ``preferred`` cells first
-        (e.g. a network's choice); None when there is no forced win. Cheaper than
-        ``solve`` when a preferred move wins: only that move's child is searched."""
+        """One move that keeps ``to_move``'s forced win, or None when there is none.
+
+        Tries the ``preferred`` cells first (e.g. a network's choice), then the others
+        in the search's move order, each by its child's value (``value``: cached in
+        memory and on disk), so that early positions cost one proof rather than the
+        full set of winning moves. Any number of empty cells."""
         bits = self.search.bits
         empty = bits.full & ~(black | white)
         me = black if to_move == 0 else white
-        tried = set()
-        for cell in preferred:
-            cell = int(cell)
-            if cell in tried or not 0 <= cell < self.num_cells or not (empty >> cell) & 1:
-                continue
-            tried.add(cell)
+        order = [int(c) for c in preferred if 0 <= int(c) < self.num_cells
+                 and (empty >> int(c)) & 1]
+        if order and self._move_wins(black, white, to_move, me, order[0]):
+            return order[0]
+        if not self.value(black, white, to_move):
+            return None
+        opp = white if to_move == 0 else black
+        rest = self.search._order(me, opp, empty, to_move, empty)
+        for cell in dict.fromkeys(order[1:] + rest):
             if self._move_wins(black, white, to_move, me, cell):
                 return cell
-            break  # one preferred move searched; the full root solve decides the rest
-        win, moves = self.solve(black, white, to_move)
-        if not win:
-            return None
-        return (moves & -moves).bit_length() - 1
+        raise AssertionError("a won position without a winning move")  # pragma: no cover
 
     def _move_wins(self, black: int, white: int, to_move: int, me: int, cell: int) -> bool:
         bit = 1 << cell
         if self.search.bits.connected(me | bit, to_move):
             return True
         if to_move == 0:
-            child_win, _ = self.search.search(black | bit, white, 1)
-        else:
-            child_win, _ = self.search.search(black, white | bit, 0)
-        return not child_win
+            return not self.value(black | bit, white, 1)
+        return not self.value(black, white | bit, 0)
 
     def close(self) -> None:
         """Closes the disk cache (the judge stays usable; it reopens on demand)."""

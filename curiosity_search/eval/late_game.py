@@ -4,7 +4,7 @@
 ``envs.late_game.DEFAULT_MAX_EMPTY``) from two sources,
 
 - ``random``: ``games`` games of uniformly random play, and
-- ``reference``: ``games`` games of the evaluation's reference against itself after 2
+- ``reference``: ``games`` games of the evaluation's reference against itself after 4
   uniformly random opening moves (a ``JaxPlayer``; skipped for host players),
 
 keeps the distinct ones where the side to move can force a win (the exact judge,
@@ -30,7 +30,7 @@ import numpy as np
 from curiosity_search.eval.players import ApplyFn, JaxPlayer
 
 Array = jax.Array
-REFERENCE_OPENING_MOVES = 2
+REFERENCE_OPENING_MOVES = 4
 
 
 @dataclasses.dataclass(frozen=True, eq=False)

@@ -12,7 +12,7 @@ On larger Hex boards (5x5 and up, no swap) it measures the **late-game optimal-m
 rate** instead (``LateGameEvaluation``): positions with exactly E empty cells
 (``envs.late_game.DEFAULT_MAX_EMPTY``) from ``eval.num_positions`` games of uniformly
 random play (a fixed set) and from ``eval.num_positions`` games of the agent's raw
-policy against itself after 2 random opening moves (new at every evaluation), keeping
+policy against itself after 4 random opening moves (new at every evaluation), keeping
 the distinct ones where the side to move can force a win (``envs.late_game``'s exact
 judge); the rate is the share where the agent's move keeps the win.
 """
@@ -40,7 +40,7 @@ LATE_POSITIONS_KEY = "eval/late_game_positions"  # winning positions judged, bot
 LATE_RANDOM_KEY = "eval/late_game_positions_random"
 LATE_SELFPLAY_KEY = "eval/late_game_positions_selfplay"
 LATE_EMPTY_KEY = "eval/late_game_empty_cells"  # E
-SELFPLAY_OPENING_MOVES = 2  # random first moves of the self-play games (argmax after)
+SELFPLAY_OPENING_MOVES = 4  # random first moves of the self-play games (argmax after)
 
 
 def solver_kwargs(cfg: Any) -> dict[str, Any] | None:
@@ -136,7 +136,7 @@ class LateGameEvaluation:
 
     def selfplay_positions(self, params: Any, key: jax.Array) -> tuple[Any, Any]:
         """The won, distinct positions with E empties of raw-policy self-play games
-        (``num_games`` of them, 2 random opening moves): (State [S], verdict [S])."""
+        (``num_games`` of them, 4 random opening moves): (State [S], verdict [S])."""
         from curiosity_search.envs.late_positions import late_positions_from_play
 
         act = self.act_fns[0]
