@@ -6,12 +6,12 @@
 Times, on the benchmark's models (``search.bench``: pgx Hex 11x11 + MLP), interleaved
 rounds, fastest round kept:
 
-- ``gumbel``: our ``gumbel_policy`` on the plain model (the 0.7x target's baseline);
+- ``gumbel``: our ``gumbel_policy`` on the plain model (the 0.5x target's baseline);
 - ``plain_model_only`` / ``belief_model_only``: ``sims`` calls of the plain / belief
   model's ``recurrent_fn`` in a ``fori_loop`` (pgx step + MLP, no tree): what any
   search on that model must pay;
 - ``curiosity``: ``curiosity_policy`` (fast P(best)) as benchmarked;
-- ``curiosity_pbest_stub``: the same search with ``beliefs.best_arm_probability``
+- ``curiosity_pbest_stub``: the same search with ``best_arm_probability``
   replaced by a softmax of the arms' mean scores (O(A); a diagnostic, not a search
   anyone should run: its trees differ). Everything else (the tree, the belief
   algebra, the level-wise backups, the compaction, the lazy prior fill) is unchanged,
@@ -44,24 +44,19 @@ import jax
 import jax.numpy as jnp
 
 from curiosity_search.atomic_io import write_csv_atomically
-from curiosity_search.search import (
-    beliefs,
-    compaction,
-    curiosity_backup,
-    curiosity_nodes,
-    policies,
-)
+from curiosity_search.curiosity import backup, best_arm, compaction, curiosity_policy, nodes
+from curiosity_search.search import policies
 from curiosity_search.search.bench import (
     interleaved_min_seconds,
     make_hex_belief_model,
     make_hex_model,
 )
-from curiosity_search.search.curiosity import curiosity_policy
 
 
-def mean_score_softmax(concentrations, invalid_actions=None, grid_size=21, method="fast"):
+def mean_score_softmax(concentrations, invalid_actions=None, grid_size=21, method="fast",
+                       exact_scores=None):
     """Stand-in for ``best_arm_probability``: softmax of 3 x mean score, ``[..., A]``."""
-    del grid_size, method
+    del grid_size, method, exact_scores
     mean = concentrations[..., 0] / jnp.sum(concentrations, axis=-1)
     weights = jnp.where(invalid_actions, 0.0, jnp.exp(3.0 * mean))
     return weights / jnp.sum(weights, axis=-1, keepdims=True)
@@ -98,15 +93,15 @@ def time_split(batch: int, sims: int, repeats: int) -> dict[str, float]:
 
     def curiosity(params, key, root, invalid):
         return curiosity_policy(params, key, root, belief_recurrent, sims,
-                                invalid_actions=invalid, pbest_method="fast").action_weights
+                                invalid_actions=invalid).action_weights
 
     gumbel = jax.jit(lambda p, k, r, i: policies.gumbel_policy(
         p, k, r, plain_recurrent, sims, invalid_actions=i).action_weights)
     real = jax.jit(curiosity)
     stub = jax.jit(lambda *args: curiosity(*args))  # a distinct function: its own trace
-    with mock.patch.object(beliefs, "best_arm_probability", mean_score_softmax):
+    with mock.patch.object(nodes, "best_arm_probability", mean_score_softmax):
         jax.block_until_ready(stub(*belief_args))  # traced (and compiled) with the stand-in
-    pbest = jax.jit(functools.partial(beliefs.best_arm_probability, method="fast"))
+    pbest = jax.jit(functools.partial(best_arm.best_arm_probability, method="fast"))
     root, invalid = belief_args[2], belief_args[3]
     runs = {
         "gumbel": functools.partial(gumbel, *plain_args),
@@ -140,10 +135,10 @@ def pbest_rows(batch: int, sims: int) -> dict[str, int]:
 
         return counted
 
-    with mock.patch.object(curiosity_backup, "compacted_map", counting("backup")), \
-            mock.patch.object(curiosity_nodes, "compacted_map", counting("lazy_fill")):
+    with mock.patch.object(backup, "compacted_map", counting("backup")), \
+            mock.patch.object(nodes, "compacted_map", counting("lazy_fill")):
         search = jax.jit(lambda p, k, r, i: curiosity_policy(
-            p, k, r, recurrent_fn, sims, invalid_actions=i, pbest_method="fast").action_weights)
+            p, k, r, recurrent_fn, sims, invalid_actions=i).action_weights)
         jax.block_until_ready(search(params, jax.random.PRNGKey(2), root, invalid))
     # Every simulation's backup ends with one root row per tree; the root's P(best) is
     # also computed once before the first simulation and once for the output.

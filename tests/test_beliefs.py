@@ -1,4 +1,6 @@
-"""Beliefs: P(best) accuracy against quadrature / Monte Carlo, sampling, KL, algebra."""
+"""Beliefs: P(best) against quadrature / Monte Carlo (default method), sampling, KL, algebra.
+
+The accuracy of both P(best) methods over every regime is in tests/test_best_arm.py."""
 
 import functools
 
@@ -8,7 +10,7 @@ import numpy as np
 import pytest
 from scipy import integrate, special, stats
 
-from curiosity_search.search import beliefs
+from curiosity_search.curiosity import beliefs, best_arm_probability
 
 A_MAX = 10
 
@@ -71,7 +73,7 @@ BATCH = 32
 
 @functools.cache
 def _jitted_best_arm_probability():
-    return jax.jit(beliefs.best_arm_probability, static_argnames="grid_size")
+    return jax.jit(best_arm_probability, static_argnames="grid_size")
 
 
 def _pbest(conc, invalid=None):
@@ -163,7 +165,7 @@ def test_jit_and_vmap_agree_with_batched_call():
     rng = np.random.default_rng(5)
     conc = rng.uniform(0.5, 30.0, (3, 5, 2)).astype(np.float32)
     batched = _pbest(conc)
-    mapped = jax.jit(jax.vmap(beliefs.best_arm_probability))(conc)
+    mapped = jax.jit(jax.vmap(best_arm_probability))(conc)
     np.testing.assert_allclose(mapped, batched, atol=1e-5)
 
 
@@ -217,8 +219,12 @@ def test_belief_algebra():
     assert float(beliefs.to_value(k2)) == pytest.approx(0.5)
     np.testing.assert_array_equal(beliefs.flip_perspective(k3), [4.0, 2.0, 2.0])
     assert float(beliefs.to_value(beliefs.flip_perspective(k2))) == pytest.approx(-0.5)
-    np.testing.assert_array_equal(beliefs.dirac_belief(jnp.array([0, 1]), 3, strength=9.0),
-                                  [[10.0, 1.0, 1.0], [1.0, 10.0, 1.0]])
+    np.testing.assert_array_equal(beliefs.exact_belief(jnp.array([1.0, 0.5, 0.0]),
+                                                       jnp.array([9.0, 4.0, 2.0]), 3),
+                                  [[9.0, 0.0, 0.0], [0.0, 4.0, 0.0], [0.0, 0.0, 2.0]])
+    np.testing.assert_array_equal(beliefs.exact_belief(jnp.array([1.0, 0.0]),
+                                                       jnp.array([3.0, 5.0]), 2),
+                                  [[3.0, 0.0], [0.0, 5.0]])
     # C = (1 - gamma) V + gamma Qbar with gamma = n / (kappa + n).
     combined = beliefs.combine_with_prior(jnp.array([2.0, 2.0]), jnp.array([6.0, 2.0]),
                                           jnp.array(4.0), 4.0)
@@ -250,48 +256,6 @@ def test_summarize_mixture():
     for method in ["average", "moment_match"]:
         out = np.asarray(beliefs.summarize_mixture(w3, conc3, method))
         np.testing.assert_allclose(out / out.sum(), [0.25, 0.35, 0.4], rtol=1e-4)
-
-
-@functools.cache
-def _jitted_fast():
-    return jax.jit(functools.partial(beliefs.best_arm_probability, grid_size=21, method="fast"))
-
-
-@pytest.mark.parametrize("num_outcomes", [2, 3])
-def test_fast_best_arm_probability_structure_and_extremes(num_outcomes):
-    rng = np.random.default_rng(7)
-    conc = rng.uniform(0.5, 30.0, (4, 7, num_outcomes)).astype(np.float32)
-    invalid = rng.uniform(size=(4, 7)) < 0.3
-    invalid[:, 0] = False
-    prob = np.asarray(_jitted_fast()(conc, invalid))
-    np.testing.assert_allclose(prob.sum(-1), 1.0, atol=1e-5)
-    assert np.all(prob[invalid] == 0.0) and np.all(prob >= 0.0)
-    same = np.broadcast_to(conc[:1, :1], (1, 5, num_outcomes))
-    tied = np.asarray(_jitted_fast()(same, np.zeros((1, 5), bool)))[0]
-    assert np.all(tied == tied[0]) and tied[0] == pytest.approx(0.2)
-    only = np.ones((1, 7), bool)
-    only[0, 4] = False
-    np.testing.assert_array_equal(np.asarray(_jitted_fast()(conc[:1], only))[0], np.eye(7)[4])
-    extreme = (10.0 ** rng.uniform(-3, 6, (16, 7, num_outcomes))).astype(np.float32)
-    prob = np.asarray(_jitted_fast()(extreme, np.zeros((16, 7), bool)))
-    assert np.all(np.isfinite(prob))
-    np.testing.assert_allclose(prob.sum(-1), 1.0, atol=1e-4)
-
-
-def test_fast_best_arm_probability_close_to_accurate_on_moderate_beliefs():
-    # Measured max abs error vs "accurate" (64 cases per family, G = 21): K = 2 flat
-    # 0.008, moderate 0.006, sharp 0.001, mixed sharp+flat 0.044; K = 3 moderate 0.035.
-    rng = np.random.default_rng(8)
-    cases = [_random_k2_case(rng, f) for f in ["moderate", "flat", "sharp"] for _ in range(10)]
-    conc, invalid = _pad(cases, 2)
-    fast = np.asarray(_jitted_fast()(conc, invalid))
-    np.testing.assert_allclose(fast, _pbest(conc, invalid), atol=0.02)
-    conc3 = (rng.dirichlet(np.ones(3), (BATCH, A_MAX)) * rng.uniform(2, 100, (BATCH, A_MAX, 1)))
-    conc3 = conc3.astype(np.float32)
-    np.testing.assert_allclose(np.asarray(_jitted_fast()(conc3, np.zeros((BATCH, A_MAX), bool))),
-                               _pbest(conc3), atol=0.05)
-    assert np.all(beliefs.sample_best_arm(jax.random.PRNGKey(0), conc[0], invalid[0],
-                                          method="fast") < len(cases[0]))
 
 
 def test_one_uniform_inverse_cdf_sampler_matches_probability():

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import math
 
-from curiosity_search.bench import bench_train
 from train_fixtures import tiny_config
+
+from curiosity_search.bench import bench_train
 
 
 def test_bench_train_reports_the_loop_and_the_phases():

@@ -7,17 +7,18 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from curiosity_search.search import beliefs
-from curiosity_search.search.curiosity import (
+from curiosity_search.curiosity import (
     BeliefRecurrentFnOutput,
     BeliefRootFnOutput,
+    CuriosityOptions,
+    beliefs,
     curiosity_policy,
 )
-from curiosity_search.search.curiosity_reference import (
+from curiosity_search.search.tree import UNVISITED
+from curiosity_search.testing.curiosity_reference import (
     BeliefHashModel,
     reference_curiosity_search,
 )
-from curiosity_search.search.tree import UNVISITED
 
 
 def kernel_selection_noise(rng_key, batch_size, num_simulations, max_depth):
@@ -42,16 +43,15 @@ def kernel_selection_noise(rng_key, batch_size, num_simulations, max_depth):
 @pytest.mark.parametrize(
     "num_outcomes,belief_summary,max_depth,terminal_fraction,pbest_method",
     [
-        (2, "average", None, 0.15, "accurate"),
-        (2, "average", None, 0.15, "fast"),  # the search's default P(best)
-        pytest.param(3, "average", None, 0.15, "accurate", marks=pytest.mark.slow),
-        # Moment matching of near-Dirac mixtures hangs on P(best) of ~1e-7 (its float32
-        # resolution), so this case runs without terminals.
-        pytest.param(3, "moment_match", 3, 0.0, "accurate", marks=pytest.mark.slow),
+        (2, "average", None, 0.3, "fast"),  # the search's default P(best)
+        (2, "average", 3, 0.15, "accurate"),
+        pytest.param(3, "average", None, 0.3, "fast", marks=pytest.mark.slow),
+        pytest.param(3, "moment_match", 3, 0.15, "accurate", marks=pytest.mark.slow),
     ],
 )
 def test_kernel_matches_reference(num_outcomes, belief_summary, max_depth, terminal_fraction,
                                   pbest_method):
+    """Same trees, visit counts, beliefs and proofs as the plain-Python reference."""
     batch_size, num_actions, num_simulations = 3, 5, 14
     model = BeliefHashModel(num_actions=num_actions, num_outcomes=num_outcomes, seed=7,
                             terminal_fraction=terminal_fraction)
@@ -59,15 +59,15 @@ def test_kernel_matches_reference(num_outcomes, belief_summary, max_depth, termi
     invalid = np.zeros((batch_size, num_actions), bool)
     invalid[0, 2] = True
     key = jax.random.PRNGKey(11)
+    options = CuriosityOptions(pbest_method=pbest_method, belief_summary=belief_summary)
     policy = jax.jit(functools.partial(
         curiosity_policy, recurrent_fn=model.recurrent_fn, num_simulations=num_simulations,
-        max_depth=max_depth, kappa=2.5, belief_summary=belief_summary,
-        pbest_method=pbest_method))
+        max_depth=max_depth, kappa=2.5, options=options))
     out = policy(None, key, root, invalid_actions=jnp.asarray(invalid))
     tree = out.search_tree
     noise = kernel_selection_noise(key, batch_size, num_simulations,
                                    max_depth or num_simulations)
-    reevaluations = stops = 0
+    unused = proven_interior = 0
     for b in range(batch_size):
         nodes = reference_curiosity_search(
             model.step, np.asarray(root.value_belief[b]), np.asarray(root.action_beliefs[b]),
@@ -77,44 +77,59 @@ def test_kernel_matches_reference(num_outcomes, belief_summary, max_depth, termi
             pbest_method=pbest_method)
         assert len(nodes) == tree.node_visits.shape[1]
         used = np.array([n is not None for n in nodes])
-        reevaluations += int((~used).sum())
+        unused += int((~used).sum())
         np.testing.assert_array_equal(tree.parents[b, ~used], -1)
         nodes = [n for n in nodes if n is not None]
-        # A proven node visited again without children: a descent stopped there.
-        stops += sum(n.proven and n.visits > 1 and not n.children for n in nodes)
+        proven_interior += sum(n.proven and bool(n.children) for n in nodes)
         np.testing.assert_array_equal(tree.parents[b, used][1:], [n.parent for n in nodes[1:]])
         np.testing.assert_array_equal(tree.action_from_parent[b, used][1:],
                                       [n.action for n in nodes[1:]])
         np.testing.assert_array_equal(tree.node_visits[b, used], [n.visits for n in nodes])
-        np.testing.assert_array_equal(tree.node_extras.proven[b, used],
-                                      [n.proven for n in nodes])
-        np.testing.assert_allclose(tree.node_extras.proven_score[b, used],
+        extras = tree.node_extras
+        np.testing.assert_array_equal(extras.proven[b, used], [n.proven for n in nodes])
+        np.testing.assert_allclose(extras.proven_score[b, used],
                                    [n.proven_score for n in nodes], atol=1e-6)
-        np.testing.assert_allclose(tree.node_extras.belief[b, used], [n.belief for n in nodes],
+        np.testing.assert_array_equal(extras.proven_length[b, used],
+                                      [n.proven_length for n in nodes])
+        np.testing.assert_allclose(extras.belief[b, used], [n.belief for n in nodes],
                                    rtol=2e-4, atol=1e-4)
-    # The max_depth path and the stop-at-proven path are exercised.
-    assert reevaluations > 0
-    assert (stops > 0) == (terminal_fraction > 0)
+        # Descents never enter a proven node: none has a visit after its proof, so a
+        # proven leaf (terminal) has exactly one visit.
+        assert all(n.visits == 1 for n in nodes if n.proven and not n.children)
+    # The max_depth re-evaluations (or a proven root's skipped simulations) and proofs
+    # above the leaves are exercised.
+    assert unused > 0
+    assert proven_interior > 0
     assert np.all(np.isfinite(out.action_weights)) and np.all(out.action_weights[invalid] == 0)
     np.testing.assert_allclose(out.action_weights.sum(-1), 1.0, atol=1e-5)
     np.testing.assert_allclose(out.root_belief, tree.node_extras.belief[:, 0])
     assert np.all(out.child_belief_mask == ((tree.children_index[:, 0] != UNVISITED) & ~invalid))
 
 
-def _bandit(scores, num_outcomes=2):
-    """One-move bandit: arm a ends the game with expected score scores[a] for the mover."""
+def _bandit(scores, num_outcomes=2, terminal=True, concentration=30.0):
+    """One-move bandit: arm a has expected score scores[a] for the root's mover.
+
+    ``terminal``: the arm ends the game with that expected reward (the child is proven
+    at expansion); otherwise the child is an ordinary node whose value belief (its own
+    mover's view, the opponent's) has mean ``1 - scores[a]`` and total ``concentration``.
+    """
     scores = jnp.asarray(scores, jnp.float32)
     num_actions = scores.shape[0]
 
     def recurrent_fn(params, rng_key, action, embedding):
         del params, rng_key
         batch = action.shape[0]
+        score = scores[action]
+        # the child's mover (the opponent) wins with probability 1 - score
+        child_view = jnp.stack([1.0 - score, score], -1)
+        if num_outcomes == 3:
+            child_view = jnp.stack([1.0 - score, jnp.zeros_like(score), score], -1)
         out = BeliefRecurrentFnOutput(
-            reward=2.0 * scores[action] - 1.0,
-            discount=jnp.zeros(batch),
+            reward=2.0 * score - 1.0 if terminal else jnp.zeros(batch),
+            discount=jnp.zeros(batch) if terminal else -jnp.ones(batch),
             prior_logits=jnp.zeros((batch, num_actions)),
             value=jnp.zeros(batch),
-            value_belief=jnp.ones((batch, num_outcomes)),
+            value_belief=jnp.maximum(concentration * child_view, 1e-3),
             action_beliefs=jnp.ones((batch, num_actions, num_outcomes)),
         )
         return out, embedding
@@ -130,7 +145,7 @@ def _bandit(scores, num_outcomes=2):
 
 
 def test_two_armed_bandit_concentrates_on_better_arm():
-    root, recurrent_fn = _bandit([0.3, 0.7])
+    root, recurrent_fn = _bandit([0.3, 0.7], terminal=False)
     out = jax.jit(functools.partial(curiosity_policy, recurrent_fn=recurrent_fn,
                                     num_simulations=24, max_depth=1))(
         None, jax.random.PRNGKey(0), root(4))
@@ -138,23 +153,65 @@ def test_two_armed_bandit_concentrates_on_better_arm():
     assert np.all(visits[:, 1] >= 0.8 * visits.sum(-1)), visits
     assert np.all(out.action_weights[:, 1] > 0.99)
     assert np.all(out.action == 1)
-    # Both arms are terminal, hence proven: the root is solved with the best arm's score.
-    assert np.all(out.search_tree.node_extras.proven[:, 0])
-    np.testing.assert_allclose(beliefs.belief_mean_score(out.root_belief), 0.7, atol=1e-3)
+    assert not np.any(out.search_tree.node_extras.proven[:, 0])
+    assert np.all(beliefs.belief_mean_score(out.root_belief) > 0.6)
+
+
+def test_proven_children_prove_the_root_and_stop_the_search():
+    """All arms terminal: once each is expanded the root is proven at the best of them
+    and the remaining simulations change nothing; the answer is exact."""
+    root, recurrent_fn = _bandit([0.0, 0.0, 1.0, 0.0])
+    out = jax.jit(functools.partial(curiosity_policy, recurrent_fn=recurrent_fn,
+                                    num_simulations=24, max_depth=1))(
+        None, jax.random.PRNGKey(0), root(4))
+    tree = out.search_tree
+    visits = np.asarray(tree.children_visits[:, 0])
+    # Thompson draws over uniform priors expand arms until the win is found; then the
+    # root is proven won and no simulation runs again (each arm expanded at most once).
+    assert np.all(visits <= 1) and np.all(visits[:, 2] == 1), visits
+    assert np.all(tree.node_visits[:, 0] == 1 + visits.sum(-1))
+    assert np.all(out.root_proven) and np.all(tree.node_extras.proven[:, 0])
+    np.testing.assert_array_equal(tree.node_extras.proven_score[:, 0], 1.0)
+    np.testing.assert_array_equal(tree.node_extras.proven_length[:, 0], 1)
+    np.testing.assert_array_equal(out.action_weights, np.eye(4)[[2] * 4])
+    assert np.all(out.action == 2)
+
+
+def test_all_lost_root_plays_the_longest_loss():
+    """A root whose every move loses is proven lost; its answer is the longest loss."""
+    from curiosity_search.curiosity import prove
+
+    child_proven = jnp.array([[True, True, True, False]])
+    child_score = jnp.array([[0.0, 0.0, 0.0, 1.0]])
+    lengths = jnp.array([[2, 6, 4, 0]])
+    invalid = jnp.array([[False, False, False, True]])
+    proven, score, length, choice = prove(child_proven, child_score, lengths, invalid)
+    assert bool(proven[0]) and float(score[0]) == 0.0
+    assert int(length[0]) == 7 and int(choice[0]) == 1
+    # a win among them is preferred, the shortest win first
+    proven, score, length, choice = prove(
+        jnp.array([[True, True, True, False]]), jnp.array([[1.0, 0.0, 1.0, 0.5]]),
+        jnp.array([[5, 1, 3, 0]]), jnp.zeros((1, 4), bool))
+    assert bool(proven[0]) and float(score[0]) == 1.0 and int(length[0]) == 4
+    assert int(choice[0]) == 2
+    # an unresolved legal child and no win: unproven
+    proven, _, length, choice = prove(jnp.array([[True, False]]), jnp.array([[0.5, 0.0]]),
+                                      jnp.array([[1, 0]]), jnp.zeros((1, 2), bool))
+    assert not bool(proven[0]) and int(length[0]) == -1 and int(choice[0]) == -1
 
 
 @pytest.mark.parametrize("num_outcomes", [2, 3])
 def test_fast_pbest_search_runs_and_finds_better_arm(num_outcomes):
-    root, recurrent_fn = _bandit([0.3, 0.45, 0.7], num_outcomes=num_outcomes)
+    root, recurrent_fn = _bandit([0.3, 0.45, 0.7], num_outcomes=num_outcomes, terminal=False)
     out = jax.jit(functools.partial(curiosity_policy, recurrent_fn=recurrent_fn,
-                                    num_simulations=24, max_depth=1, pbest_method="fast"))(
+                                    num_simulations=24, max_depth=1))(
         None, jax.random.PRNGKey(3), root(4))
     visits = np.asarray(out.search_tree.children_visits[:, 0])
     assert np.all(visits[:, 2] >= 0.7 * visits.sum(-1)), visits
     for array in (out.action_weights, out.root_belief, out.search_tree.node_values):
         assert np.all(np.isfinite(array))
     np.testing.assert_allclose(out.action_weights.sum(-1), 1.0, atol=1e-5)
-    assert np.all(out.action_weights[:, 2] > 0.99) and np.all(out.action == 2)
+    assert np.all(out.action_weights[:, 2] > 0.9) and np.all(out.action == 2)
 
 
 def test_proven_win_makes_parent_proven_with_draws():
@@ -164,7 +221,18 @@ def test_proven_win_makes_parent_proven_with_draws():
                                     num_simulations=8, max_depth=1, temperature=0.0))(
         None, jax.random.PRNGKey(1), root(2))
     assert np.all(out.action == 1)
-    np.testing.assert_allclose(beliefs.belief_mean_score(out.root_belief), 1.0, atol=1e-3)
+    np.testing.assert_allclose(beliefs.belief_mean_score(out.root_belief), 1.0, atol=1e-6)
+
+
+def test_proven_draw_gets_its_exact_weight():
+    """K = 3: a proven draw next to an uncertain arm: the draw's P(best) is exactly
+    P(the uncertain arm's score < 1/2) and the uncertain arm keeps the rest."""
+    from curiosity_search.curiosity import best_arm_probability
+
+    conc = jnp.array([[[1.0, 1.0, 1.0], [2.0, 1.0, 3.0]]])
+    p = np.asarray(best_arm_probability(conc, None, exact_scores=jnp.array([[np.nan, 0.5]])))
+    # P(s < 1/2) for s = p_w + p_d / 2 under Dir(1, 1, 1): P(p_w < p_l) = 1/2.
+    np.testing.assert_allclose(p, [[0.5, 0.5]], atol=5e-3)
 
 
 def test_outputs_finite_for_extreme_beliefs():
@@ -180,7 +248,8 @@ def test_outputs_finite_for_extreme_beliefs():
                            action_beliefs=out.action_beliefs * scale[:, None, None]), embedding
 
     out = jax.jit(functools.partial(curiosity_policy, recurrent_fn=recurrent_fn,
-                                    num_simulations=10, belief_summary="moment_match"))(
+                                    num_simulations=10,
+                                    options=CuriosityOptions(belief_summary="moment_match")))(
         None, jax.random.PRNGKey(2), root)
     for array in (out.action_weights, out.root_belief, out.child_beliefs,
                   out.search_tree.node_values):

@@ -11,13 +11,11 @@ import pgx
 import pytest
 from scipy import integrate, stats
 
+from curiosity_search.curiosity.beliefs import entropy_bits as dirichlet_entropy_bits
+from curiosity_search.curiosity.beliefs import kl_dirichlet_bits
 from curiosity_search.nets import NetworkOutput
 from curiosity_search.train import replay as replay_lib
-from curiosity_search.train.losses import (
-    compute_losses,
-    dirichlet_entropy_bits,
-    kl_dirichlet_bits,
-)
+from curiosity_search.train.losses import compute_losses, proven_nll_bits
 from curiosity_search.train.search_fns import SearchResult
 from curiosity_search.train.selfplay import SelfPlay
 from curiosity_search.train.targets import label_outcomes, policy_target, record_positions
@@ -233,3 +231,88 @@ def test_kl_and_entropy_match_quadrature():
         rtol=1e-5,
     )
     np.testing.assert_allclose(dirichlet_entropy_bits(jnp.ones(3)), -1.0, rtol=1e-5)  # log2(1/2)
+
+
+def _belief_batch(belief_target, proven, policy_target=((0.5, 0.5, 0.0),), outcome=None):
+    n = len(belief_target)
+    return replay_lib.Positions(
+        observation=jnp.zeros((n, 1)),
+        legal_action_mask=jnp.array([[True, True, False]] * n),
+        policy_target=jnp.asarray(policy_target * n, jnp.float32)[:n],
+        value_target=jnp.zeros(n),
+        belief_target=jnp.asarray(belief_target, jnp.float32),
+        belief_target_proven=jnp.asarray(proven),
+        action_belief_target=None,
+        action_belief_mask=None,
+        player=jnp.zeros(n, jnp.int32),
+        valid=jnp.ones(n, bool),
+        outcome=None if outcome is None else jnp.asarray(outcome, jnp.float32),
+    )
+
+
+def _belief_output(belief, logits=((0.0, 0.0, 0.0),)):
+    n = len(belief)
+    belief = jnp.asarray(belief, jnp.float32)
+    return NetworkOutput(policy_logits=jnp.asarray(logits * n, jnp.float32)[:n],
+                         value=jnp.zeros(n), value_belief=belief)
+
+
+def test_proven_targets_use_the_epsilon_interior_nll_in_bits():
+    # A proven win (target = total * one-hot): -log2 Beta(1 - eps | a, b), finite.
+    pred = [[6.0, 2.0]]
+    _, metrics = compute_losses(_belief_output(pred), _belief_batch([[9.0, 0.0]], [True]),
+                                policy_weight=0.0, value_weight=1.0, action_value_weight=0.0)
+    eps = 1e-3
+    x = 1 - eps + eps / 2
+    expected = -stats.beta.logpdf(x, 6.0, 2.0) / math.log(2.0)
+    assert math.isfinite(float(metrics["value_loss"]))
+    np.testing.assert_allclose(metrics["value_loss"], expected, rtol=1e-4)
+    np.testing.assert_allclose(proven_nll_bits(jnp.array([1.0, 0.0]), jnp.array(pred[0])),
+                               expected, rtol=1e-4)
+    # Its gradient is finite, pulls the mean to the vertex and the concentration up.
+    def value_loss(b):
+        return compute_losses(_belief_output(b), _belief_batch([[9.0, 0.0]], [True]),
+                              policy_weight=0.0, value_weight=1.0,
+                              action_value_weight=0.0)[1]["value_loss"]
+    grad = np.asarray(jax.grad(value_loss)(jnp.asarray(pred)))
+    assert np.all(np.isfinite(grad)) and grad[0, 0] < 0
+    # An unproven target still gets the KL.
+    _, metrics = compute_losses(_belief_output(pred), _belief_batch([[3.0, 4.0]], [False]),
+                                policy_weight=0.0, value_weight=1.0, action_value_weight=0.0)
+    np.testing.assert_allclose(metrics["value_loss"],
+                               kl_dirichlet_bits(jnp.array([3.0, 4.0]), jnp.array(pred[0])),
+                               rtol=1e-5)
+
+
+def test_belief_runs_report_every_term_in_bits_with_the_outcome_auxiliary():
+    pred = [[3.0, 1.0]]
+    batch = _belief_batch([[2.0, 2.0]], [False], outcome=[1.0])
+    loss, metrics = compute_losses(_belief_output(pred), batch, policy_weight=1.0,
+                                   value_weight=1.0, action_value_weight=0.0,
+                                   outcome_weight=0.5)
+    # Policy: uniform logits over 2 legal actions, target (1/2, 1/2): 1 bit.
+    np.testing.assert_allclose(metrics["policy_loss"], 1.0, rtol=1e-5)
+    np.testing.assert_allclose(metrics["policy_target_entropy_bits"], 1.0, rtol=1e-5)
+    # Outcome auxiliary: -log2(3/4) for a win under Beta(3, 1).
+    np.testing.assert_allclose(metrics["outcome_loss"], -math.log2(0.75), rtol=1e-5)
+    np.testing.assert_allclose(
+        loss, metrics["policy_loss"] + metrics["value_loss"] + 0.5 * metrics["outcome_loss"],
+        rtol=1e-5)
+
+
+def test_empty_replay_rows_give_finite_belief_losses_and_gradients():
+    """While the replay is empty every sampled row is zeros with valid False: the losses
+    and their gradients must stay finite (they are skipped, not poisoned)."""
+    batch = _belief_batch([[0.0, 0.0]], [False])
+    batch = batch.replace(valid=jnp.zeros(1, bool),
+                          action_belief_target=jnp.zeros((1, 3, 2)),
+                          action_belief_mask=jnp.zeros((1, 3), bool),
+                          action_belief_proven=jnp.zeros((1, 3), bool))
+
+    def loss(b):
+        output = _belief_output(b).replace(action_beliefs=jnp.ones((1, 3, 2)) * b[:, None])
+        return compute_losses(output, batch, policy_weight=1.0, value_weight=1.0,
+                              action_value_weight=1.0, outcome_weight=1.0)[0]
+
+    value, grad = jax.value_and_grad(loss)(jnp.array([[2.0, 3.0]]))
+    assert np.isfinite(float(value)) and np.all(np.isfinite(np.asarray(grad)))

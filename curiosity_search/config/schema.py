@@ -127,6 +127,9 @@ class TrainConfig:
     policy_loss_weight: float = non_negative(1.0)
     value_loss_weight: float = non_negative(1.0)
     action_value_loss_weight: float = non_negative(1.0)
+    outcome_loss_weight: float = non_negative(
+        0.0, "belief heads: auxiliary NLL (bits) of the game outcome under the value belief"
+    )
     value_loss: Literal["mse", "bce"] = doc("mse", "scalar value loss; bce on (z+1)/2 (ExIt)")
     regret_loss_weight: float = non_negative(1.0, "rgsc: ranking + regret-value head losses")
     dataset: Literal["online", "batch"] = doc(

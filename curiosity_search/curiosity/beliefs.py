@@ -7,9 +7,10 @@ player to move: ``K = 2`` is ``(win, loss)`` (a Beta over p(win)); ``K = 3`` is
 ``p_win`` itself. Everything that compares beliefs (``best_arm_probability``,
 ``sample_best_arm``) compares scores.
 
-``best_arm_probability`` computes ``P(a is best) = int f_a(x) prod_{b != a} F_b(x) dx``
-on a shared grid of ``G`` points in O(A G); it lives in ``best_arm`` (numerics in
-``score_cdf``) and is re-exported here.
+P(a is best) over a node's children is ``best_arm.best_arm_probability``; this module
+samples from it. A proven (exact) result is a Dirac, not a concentration vector: where
+it must enter an average of parameter vectors (the backup's mixture) it is
+``exact_belief`` = its total concentration on the one outcome it is.
 
 All functions are pure, jit/vmap-able and never branch in Python on traced values.
 """
@@ -23,7 +24,7 @@ import jax
 import jax.numpy as jnp
 from jax.scipy.special import digamma, gammaln
 
-from curiosity_search.search.best_arm import PBEST_METHODS, best_arm_probability
+from curiosity_search.curiosity.best_arm import best_arm_probability
 
 Array = jax.Array
 
@@ -31,20 +32,17 @@ _LN2 = math.log(2.0)
 _TINY = 1e-30
 
 __all__ = [
-    "PBEST_METHODS",
     "belief_mean_score",
-    "best_arm_probability",
     "combine_with_prior",
     "cumulative_probability",
-    "dirac_belief",
     "entropy_bits",
+    "exact_belief",
     "flip_perspective",
     "inverse_cdf_index",
     "kl_dirichlet_bits",
     "sample_best_arm",
     "sample_from_cumulative",
     "sample_from_probability",
-    "score_belief",
     "summarize_mixture",
     "to_value",
 ]
@@ -89,58 +87,31 @@ def flip_perspective(concentrations: Array) -> Array:
     return concentrations[..., ::-1]
 
 
-def dirac_belief(
-    outcome: Array, num_outcomes: int, strength: float = 1e4, floor: float = 1.0
-) -> Array:
-    """Near-Dirac belief for a proven result (terminal state or solved node).
-
-    ``floor + strength * one_hot(outcome)``: with the defaults a proven win is
-    Beta(10001, 1), whose mean score is 0.9999 and whose score standard deviation
-    is 1e-4, so it beats any network belief with overwhelming probability while
-    every concentration stays positive (the KL loss and the CDFs stay finite).
+def exact_belief(score: Array, total: Array, num_outcomes: int) -> Array:
+    """The parameter vector of a proven result: ``total`` on the outcome of ``score``.
 
     Args:
-      outcome: ``[...]`` int outcome index for the player to move: 0 = win,
-        ``K - 1`` = loss, 1 = draw when ``K = 3``.
-      num_outcomes: K (2 or 3).
-      strength: concentration added to the proven outcome.
-      floor: concentration of every outcome (must be > 0).
+      score: ``[...]`` exact outcome for the player to move: 1 (win), 1/2 (draw,
+        K = 3 only) or 0 (loss).
+      total: ``[...]`` the concentration kept (e.g. the node's last belief total).
+      num_outcomes: K (2 or 3), static.
 
     Returns:
-      ``[..., K]`` concentrations.
+      ``[..., K]``: ``total * one_hot(outcome)``. Its mean is the exact outcome, so it
+      serves as a proven node's stored belief and as its term in a parent's average of
+      parameter vectors; it is a Dirac's summary, never a belief to integrate.
     """
-    one_hot = jax.nn.one_hot(outcome, num_outcomes)
-    return floor + strength * one_hot
-
-
-def score_belief(
-    score: Array, num_outcomes: int, strength: float = 1e4, floor: float = 1.0
-) -> Array:
-    """Near-Dirac belief with a given exact expected outcome (``score`` in ``[0, 1]``).
-
-    Generalizes ``dirac_belief`` to fractional results (a bandit payoff, a proven
-    draw under K = 2): K = 2 puts ``strength * (s, 1 - s)`` on (win, loss); K = 3 puts
-    the strength on the two outcomes adjacent to ``s`` (win/draw above 1/2, draw/loss
-    below), so scores 1, 1/2, 0 give exactly ``dirac_belief`` of win, draw, loss.
-
-    Args:
-      score: ``[...]`` expected outcome for the player to move.
-      num_outcomes: K (2 or 3).
-
-    Returns:
-      ``[..., K]`` concentrations ``floor + strength * weights``.
-    """
-    score = jnp.clip(jnp.asarray(score, jnp.float32), 0.0, 1.0)
+    score = jnp.asarray(score, jnp.float32)
+    total = jnp.asarray(total, jnp.float32)
     if num_outcomes == 2:
         weights = jnp.stack([score, 1.0 - score], axis=-1)
     elif num_outcomes == 3:
-        upper = score >= 0.5
-        win = jnp.where(upper, 2.0 * score - 1.0, 0.0)
-        loss = jnp.where(upper, 0.0, 1.0 - 2.0 * score)
+        win = jnp.clip(2.0 * score - 1.0, 0.0, 1.0)
+        loss = jnp.clip(1.0 - 2.0 * score, 0.0, 1.0)
         weights = jnp.stack([win, 1.0 - win - loss, loss], axis=-1)
     else:
         raise ValueError(f"beliefs have K = 2 or 3 outcomes, got {num_outcomes}")
-    return floor + strength * weights
+    return total[..., None] * weights
 
 
 def combine_with_prior(
@@ -258,7 +229,7 @@ def sample_best_arm(
     concentrations: Array,
     invalid_actions: Array | None = None,
     grid_size: int = 21,
-    method: str = "accurate",
+    method: str = "fast",
 ) -> Array:
     """Thompson selection: one arm drawn from P(a is best) (inverse CDF), ``[...]`` int32.
 

@@ -3,7 +3,7 @@
 A batched search step often has work for only some trees: in a backup, only the trees
 whose path is still below the root at this level; the rest would compute a value and
 throw it away. Under ``jax.vmap`` nothing can be skipped per tree, so an expensive
-per-tree function (``beliefs.best_arm_probability``, O(A G) per row) costs the whole
+per-tree function (``best_arm.best_arm_probability``, O(A G) per row) costs the whole
 batch every time. ``compacted_map`` instead counts the active rows, picks the smallest
 static slot count that holds them, gathers those rows, applies the function to the
 slots only, and scatters the results back. The branch is chosen with ``lax.switch``
@@ -26,20 +26,16 @@ Array = jax.Array
 
 
 def default_slots(batch_size: int) -> tuple[int, ...]:
-    """Slot sizes tried before the full batch: ``B / 16`` and the multiples of ``B / 8``
-    (those >= 1), e.g. ``(4, 8, 16, 24, 32, 40, 48, 56)`` for B = 64; below B = 16,
-    ``B / 16`` and ``B / 4`` only (few branches for tiny test batches).
+    """Slot sizes tried before the full batch: ``B / 8``, ``B / 4`` and ``B / 2`` (those
+    >= 1), e.g. ``(8, 16, 32)`` for B = 64.
 
-    The work done is at most ~``B / 8`` rows more than the active count (deep backup
-    levels and fresh nodes in a wide search often have few; the second backup level
-    often has half the batch or more). Only the full batch costs what plain batching
-    costs. Each size is one ``lax.switch`` branch (a copy of ``fn`` in the program):
-    finer steps than ``B / 8`` did not measure faster on CPU at B = 64.
+    The work done is at most twice the active count (or the full batch past B / 2).
+    Each size is one ``lax.switch`` branch, a copy of ``fn`` in the program: with
+    curiosity's P(best) inside, each copy costs compile time, so three sizes, not the
+    eight multiples of B / 8 measured (no faster on CPU at B = 64) before the accurate
+    fallback joined the program.
     """
-    if batch_size < 16:
-        sizes = {batch_size // 16, batch_size // 4}
-    else:
-        sizes = {batch_size // 16} | {k * batch_size // 8 for k in range(1, 8)}
+    sizes = {batch_size // 8, batch_size // 4, batch_size // 2}
     return tuple(sorted(s for s in sizes if 1 <= s < batch_size))
 
 

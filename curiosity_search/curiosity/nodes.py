@@ -1,32 +1,92 @@
-"""Curiosity's nodes: model outputs with beliefs, per-node extras, lazy prior P(best).
+"""Curiosity's nodes: the options, model outputs with beliefs, per-node extras, proofs.
 
 A curiosity search stores per node (``CuriosityExtras``, ``[B, N, ...]`` in the tree)
 the search belief C, the network's value belief V and action beliefs Q_a, the illegal
-actions, the proof state and the running sum of P(a is best) that selection reads.
-This module turns the model's ``BeliefRootFnOutput`` / ``BeliefRecurrentFnOutput`` into
-those extras (terminal nodes get the exact belief of their result), and fills a node's
-P(best) over its Q_a priors lazily, the first time a descent stops on it
+actions, the node's **proof** (an exact result for its mover with the number of plies
+to the end) and the running sum of the selection distribution (P(best) over its
+unresolved children) that selection reads. This module turns the model's
+``BeliefRootFnOutput`` / ``BeliefRecurrentFnOutput`` into those extras (a terminal node
+is proven at expansion), states the minimax proof rule (``prove``) and fills a node's
+selection distribution over its Q_a priors lazily, the first time a descent stops on it
 (``has_best_probability`` / ``fill_prior_best``, the kernel's ``prepare_fn`` pair).
-The policy, selection and proofs are in ``curiosity.py``; the backup in
-``curiosity_backup.py``.
 
 Shapes: ``B`` batch, ``N`` nodes, ``A`` actions, ``K`` outcomes.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
 import chex
 import jax.numpy as jnp
 
-from curiosity_search.search import beliefs
+from curiosity_search.curiosity import beliefs
+from curiosity_search.curiosity.best_arm import PBEST_METHODS, best_arm_probability
+from curiosity_search.curiosity.compaction import compacted_map, default_slots
 from curiosity_search.search.base import RecurrentFnOutputWithExtras
-from curiosity_search.search.compaction import compacted_map, default_slots
 from curiosity_search.search.tree import ROOT_INDEX, UNVISITED, Tree
 
 ILLEGAL_LOGIT = -1e30  # prior logits below this mark illegal actions at interior nodes
+BELIEF_SUMMARIES = ("average", "moment_match")
+NO_PROOF_LENGTH = -1
+
+
+@dataclasses.dataclass(frozen=True)
+class CuriosityOptions:
+    """The static options of a curiosity search, with their defaults (set only here).
+
+    Attributes:
+      grid_size: G, the P(best) grid (``best_arm.best_arm_probability``).
+      pbest_method: ``"fast"`` or ``"accurate"`` (both within 0.01 of an exact
+        reference for K = 2, see ``best_arm``).
+      belief_summary: how a mixture of beliefs becomes one: ``"average"`` of parameter
+        vectors (the blog's rule) or ``"moment_match"``.
+      two_player: alternate perspectives between plies (zero-sum, alternating moves).
+      compaction_slots: static slot sizes for per-node work on the trees that need it
+        (``compaction.compacted_map``); None: ``default_slots(B)``; ``()``: the whole
+        batch always. Exact either way.
+    """
+
+    grid_size: int = 21
+    pbest_method: str = "fast"
+    belief_summary: str = "average"
+    two_player: bool = True
+    compaction_slots: Sequence[int] | None = None
+
+    def __post_init__(self) -> None:
+        if self.pbest_method not in PBEST_METHODS:
+            raise ValueError(f"pbest_method must be one of {PBEST_METHODS}, "
+                             f"got {self.pbest_method!r}")
+        if self.belief_summary not in BELIEF_SUMMARIES:
+            raise ValueError(f"belief_summary must be one of {BELIEF_SUMMARIES}, "
+                             f"got {self.belief_summary!r}")
+        if self.grid_size < 2:
+            raise ValueError(f"grid_size must be >= 2, got {self.grid_size}")
+
+    def slots(self, batch_size: int) -> tuple[int, ...]:
+        """The compaction slot sizes for a batch of ``batch_size`` trees."""
+        if self.compaction_slots is None:
+            return default_slots(batch_size)
+        return tuple(self.compaction_slots)
+
+    def best_probability(self, concentrations: chex.Array, invalid: chex.Array,
+                         exact_scores: chex.Array | None = None) -> chex.Array:
+        """``best_arm_probability`` with these options, ``[..., A]``."""
+        return best_arm_probability(concentrations, invalid, self.grid_size, self.pbest_method,
+                                    exact_scores)
+
+    def to_parent(self, child_beliefs: chex.Array) -> chex.Array:
+        """A child's belief ``[..., K]`` from its parent's mover's view."""
+        return beliefs.flip_perspective(child_beliefs) if self.two_player else child_beliefs
+
+    def score_to_parent(self, child_scores: chex.Array) -> chex.Array:
+        """A child's exact score ``[...]`` from its parent's mover's view."""
+        return 1.0 - child_scores if self.two_player else child_scores
+
+
+DEFAULT_OPTIONS = CuriosityOptions()
 
 
 @chex.dataclass(frozen=True)
@@ -51,7 +111,8 @@ class BeliefRecurrentFnOutput:
 
     reward: ``[B]`` for the player who moved; discount: ``[B]`` (-1 two-player, 0 at a
     terminal); prior_logits ``[B, A]``; value ``[B]``; value_belief ``[B, K]`` and
-    action_beliefs ``[B, A, K]`` for the new node's mover (ignored at terminals).
+    action_beliefs ``[B, A, K]`` for the new node's mover (at a terminal only the
+    value belief's total is used: it is the total kept by the exact result).
     """
 
     reward: chex.Array  # [B]
@@ -66,14 +127,18 @@ class BeliefRecurrentFnOutput:
 class CuriosityExtras:
     """Per-node arrays in ``Tree.node_extras`` (``[B, N, ...]`` in the tree).
 
-    belief: ``[K]`` search belief C (node mover's view); value_belief: ``[K]`` network V
-    (or the exact result); action_beliefs: ``[A, K]`` Q_a priors; invalid: ``[A]`` bool;
-    proven: ``[]`` bool (terminal or solved: belief is exact and stays fixed);
-    proven_score: ``[]`` exact expected outcome of a proven node (mover's view), else 0;
-    best_cumulative: ``[A]`` running sum over actions (``beliefs.cumulative_probability``)
-    of P(a is best) over the node's children beliefs as of its last backup (before its
-    first: over its Q_a priors, computed when a descent first stops on the node,
-    ``fill_prior_best``; zeros until then), read by selection's inverse-CDF draw.
+    belief: ``[K]`` search belief C (node mover's view); for a proven node
+    ``beliefs.exact_belief`` of its result. value_belief: ``[K]`` network V.
+    action_beliefs: ``[A, K]`` Q_a priors. invalid: ``[A]`` bool.
+    proven: ``[]`` bool, the node's result is exact (terminal, or by minimax over
+    proven children); it is never blended again and descents never enter it.
+    proven_score: ``[]`` its exact result for its mover (1 win, 1/2 draw, 0 loss; 0 if
+    unproven). proven_length: ``[]`` int32 plies to the end under the proof (0 at a
+    terminal; ``NO_PROOF_LENGTH`` if unproven).
+    best_cumulative: ``[A]`` running sum (``beliefs.cumulative_probability``) of the
+    selection distribution: P(best) over the node's *unresolved* legal children, as of
+    its last backup (before its first: over its Q_a priors, filled when a descent first
+    stops on the node, ``fill_prior_best``; zeros until then).
     """
 
     belief: chex.Array
@@ -82,8 +147,8 @@ class CuriosityExtras:
     invalid: chex.Array
     proven: chex.Array
     proven_score: chex.Array
+    proven_length: chex.Array
     best_cumulative: chex.Array
-
 
 
 def node_extras(
@@ -94,26 +159,70 @@ def node_extras(
     proven_score: chex.Array,
     best_weights: chex.Array | None = None,
 ) -> CuriosityExtras:
-    """Extras of new nodes, ``[B, ...]``; their cumulative P(best) cache is over
-    ``best_weights [B, A]`` (the root's P(best) over its Q_a priors) or, if None,
-    zeros, filled later by ``fill_prior_best``."""
+    """Extras of new nodes, ``[B, ...]``. A proven (terminal) node's belief is the exact
+    belief of ``proven_score`` with ``value_belief``'s total; its proof length is 0.
+    The selection cache is over ``best_weights [B, A]`` or, if None, zeros (filled
+    later by ``fill_prior_best``)."""
+    num_outcomes = value_belief.shape[-1]
+    total = jnp.sum(value_belief, axis=-1)
+    exact = beliefs.exact_belief(proven_score, total, num_outcomes)
+    belief = jnp.where(proven[..., None], exact, value_belief)
     if best_weights is None:
         best = jnp.zeros(invalid.shape, jnp.float32)
     else:
         best = beliefs.cumulative_probability(best_weights)
     return CuriosityExtras(
-        belief=value_belief,
+        belief=belief,
         value_belief=value_belief,
         action_beliefs=action_beliefs,
         invalid=invalid,
         proven=proven,
-        proven_score=proven_score.astype(jnp.float32),
+        proven_score=jnp.where(proven, proven_score, 0.0).astype(jnp.float32),
+        proven_length=jnp.where(proven, 0, NO_PROOF_LENGTH).astype(jnp.int32),
         best_cumulative=best,
     )
 
 
+def prove(
+    child_proven: chex.Array, child_score: chex.Array, child_length: chex.Array,
+    invalid: chex.Array,
+) -> tuple[chex.Array, chex.Array, chex.Array, chex.Array]:
+    """The minimax proof of a node from its children's, ``[...]`` each.
+
+    Args:
+      child_proven: ``[..., A]`` bool, the child is expanded and proven.
+      child_score: ``[..., A]`` its exact result from THIS node's mover's view.
+      child_length: ``[..., A]`` int32 its proof length (plies below the child).
+      invalid: ``[..., A]`` bool, illegal actions.
+
+    Returns:
+      ``(proven, score, length, choice)``: a child proven won for this mover proves
+      the node won (length 1 + the shortest such win); a node whose legal children are
+      all proven is proven at the best of them (a win: the shortest; a draw: the
+      shortest draw; a loss: 1 + the longest loss). ``choice`` is the child that
+      realizes the proof (the root's exact answer), -1 when unproven.
+    """
+    proven = child_proven & ~invalid
+    big = jnp.iinfo(jnp.int32).max
+    win = proven & (child_score >= 1.0)
+    any_win = jnp.any(win, axis=-1)
+    all_proven = jnp.all(proven | invalid, axis=-1) & jnp.any(~invalid, axis=-1)
+    best = jnp.max(jnp.where(proven, child_score, -1.0), axis=-1)
+    at_best = proven & (child_score >= best[..., None])
+    shortest = jnp.where(at_best, child_length, big)
+    longest = jnp.where(at_best, child_length, -1)
+    loses = best <= 0.0
+    choice = jnp.where(loses, jnp.argmax(longest, axis=-1), jnp.argmin(shortest, axis=-1))
+    length = 1 + jnp.where(loses, jnp.max(longest, axis=-1), jnp.min(shortest, axis=-1))
+    node_proven = any_win | all_proven
+    score = jnp.where(any_win, 1.0, best)
+    return (node_proven, jnp.where(node_proven, score, 0.0),
+            jnp.where(node_proven, length, NO_PROOF_LENGTH).astype(jnp.int32),
+            jnp.where(node_proven, choice, -1).astype(jnp.int32))
+
+
 def has_best_probability(tree: Tree, node_index: chex.Array) -> chex.Array:
-    """The kernel's ``ready_fn``: is the node's P(best) cache set? ``[]`` bool (one tree).
+    """The kernel's ``ready_fn``: is the node's selection cache set? ``[]`` bool (one tree).
 
     The root's is set at the start and every backup through a node sets its cache, so
     exactly the nodes without expanded children lack one; the descent stops on them
@@ -123,16 +232,10 @@ def has_best_probability(tree: Tree, node_index: chex.Array) -> chex.Array:
 
 
 def fill_prior_best(
-    tree: Tree,
-    node_index: chex.Array,
-    needed: chex.Array,
-    *,
-    grid_size: int,
-    pbest_method: str,
-    compaction_slots: Sequence[int] | None = None,
+    tree: Tree, node_index: chex.Array, needed: chex.Array, *, options: CuriosityOptions
 ) -> Tree:
-    """The kernel's ``fill_fn``: cumulative P(best) over the Q_a priors of ``node_index
-    [B]`` where ``needed [B]``, written to the nodes' caches (batched tree).
+    """The kernel's ``fill_fn``: the selection cache over the Q_a priors of ``node_index
+    [B]`` where ``needed [B]``, written to the nodes (batched tree).
 
     Computed only for the trees that need it (``compaction.compacted_map``): a node's
     prior P(best) is read once, by the first selection at the node, and most nodes of
@@ -140,41 +243,37 @@ def fill_prior_best(
     """
     batch = jnp.arange(node_index.shape[0])
     extras = tree.node_extras
-    slots = default_slots(batch.shape[0]) if compaction_slots is None else compaction_slots
-    def pbest(concentrations, invalid):
-        return beliefs.cumulative_probability(beliefs.best_arm_probability(
-            concentrations, invalid, grid_size, pbest_method))
 
-    best = compacted_map(pbest, needed, extras.action_beliefs[batch, node_index],
-                         extras.invalid[batch, node_index], slots=tuple(slots))
+    def prior_best(concentrations: chex.Array, invalid: chex.Array) -> chex.Array:
+        return beliefs.cumulative_probability(options.best_probability(concentrations, invalid))
+
+    best = compacted_map(prior_best, needed, extras.action_beliefs[batch, node_index],
+                         extras.invalid[batch, node_index],
+                         slots=options.slots(batch.shape[0]))
     write_at = jnp.where(needed, node_index, tree.node_visits.shape[1])
     cache = extras.best_cumulative.at[batch, write_at].set(best, mode="drop")
     return tree.replace(node_extras=extras.replace(best_cumulative=cache))
 
 
-def wrap_recurrent_fn(recurrent_fn, two_player: bool, proven_strength: float):
+def wrap_recurrent_fn(recurrent_fn, options: CuriosityOptions):
     """Turns a ``BeliefRecurrentFnOutput`` model into the kernel's extras-carrying one.
 
-    At a terminal (discount 0) the node's belief is the exact result: the reward is for
-    the player who moved, in [-1, 1], i.e. score ``(1 + r) / 2`` for the parent's mover.
+    At a terminal (discount 0) the node is proven: the reward is for the player who
+    moved, in [-1, 1], i.e. score ``(1 + r) / 2`` for the parent's mover, and the
+    node's own result is that score seen from the node's mover.
     """
 
     def wrapped(params, rng_key, action, embedding):
         out, embedding = recurrent_fn(params, rng_key, action, embedding)
-        num_outcomes = out.value_belief.shape[-1]
         terminal = out.discount == 0
         mover_score = 0.5 * (1.0 + out.reward)
-        own_score = 1.0 - mover_score if two_player else mover_score
-        exact = beliefs.score_belief(own_score, num_outcomes, proven_strength)
-        value_belief = jnp.where(terminal[:, None], exact, out.value_belief)
-        value_belief = value_belief.astype(jnp.float32)
-        invalid = out.prior_logits < ILLEGAL_LOGIT
+        own_score = options.score_to_parent(mover_score)  # the flip is symmetric
         extras = node_extras(
-            value_belief,
+            out.value_belief.astype(jnp.float32),
             out.action_beliefs.astype(jnp.float32),
-            invalid,
+            out.prior_logits < ILLEGAL_LOGIT,
             terminal,
-            jnp.where(terminal, own_score, 0.0),
+            own_score,
         )
         kernel_out = RecurrentFnOutputWithExtras(
             reward=out.reward,

@@ -1,4 +1,4 @@
-"""CDFs of a belief's score on a grid: the numerics under ``best_arm.best_arm_probability``.
+"""CDFs of a belief's score on a grid: the numerics under ``best_arm``'s accurate method.
 
 For ``K = 2`` the score is ``p ~ Beta(alpha, beta)``; its CDF is tabulated in
 ``z = logit(p)`` on sinh-stretched nodes around the mode, which stays accurate in
@@ -133,8 +133,8 @@ def _logit_beta_table(alpha: Array, beta: Array) -> _LogitBetaTable:
     )
     segments = jnp.maximum(segments, 0.0)
     cumulative = jnp.concatenate(
-        [jnp.zeros_like(segments[..., :1]), _prefix_sum(segments)], axis=-1
-    )  # _prefix_sum: XLA:CPU's cumsum is a slow reduce-window
+        [jnp.zeros_like(segments[..., :1]), prefix_sum(segments)], axis=-1
+    )  # prefix_sum: XLA:CPU's cumsum is a slow reduce-window
     total = jnp.maximum(cumulative[..., -1:], _TINY)
     return _LogitBetaTable(mode, inner, stretch, cumulative / total, density / total)
 
@@ -202,7 +202,7 @@ def _safe_log(x: Array) -> Array:
 # --------------------------------------------------------------------------------------
 
 
-def _score_location(concentrations: Array) -> tuple[Array, Array]:
+def score_location(concentrations: Array) -> tuple[Array, Array]:
     """Approximate mean and std of logit(score), ``[..., A]`` each (grid placement only).
 
     K = 2 uses the exact logit-Beta moments; K = 3 those of the Beta with the score's
@@ -229,12 +229,12 @@ def _score_location(concentrations: Array) -> tuple[Array, Array]:
     return center, scale
 
 
-def _score_cdf_beta(concentrations: Array, edges: Array) -> Array:
+def score_cdf_beta(concentrations: Array, edges: Array) -> Array:
     """K = 2: CDF of p(win) at logit edges. ``[..., A, 2]``, ``[..., G]`` -> ``[..., A, G]``."""
-    return _score_cdf_and_density_beta(concentrations, edges)[0]
+    return score_cdf_and_density_beta(concentrations, edges)[0]
 
 
-def _score_cdf_and_density_beta(concentrations: Array, edges: Array) -> tuple[Array, Array]:
+def score_cdf_and_density_beta(concentrations: Array, edges: Array) -> tuple[Array, Array]:
     """K = 2: CDF of p(win) and its density in logit space at the edges, ``[..., A, G]``."""
     table = _logit_beta_table(concentrations[..., 0], concentrations[..., 1])
     edges = jnp.broadcast_to(edges[..., None, :], table.mode.shape + edges.shape[-1:])
@@ -256,7 +256,7 @@ def _trapezoid_weights(table: _LogitBetaTable) -> Array:
     return weights / jnp.maximum(jnp.sum(weights, axis=-1, keepdims=True), _TINY)
 
 
-def _score_cdf_dirichlet(concentrations: Array, edges: Array) -> Array:
+def score_cdf_dirichlet(concentrations: Array, edges: Array) -> Array:
     """K = 3: CDF of s = p_w + p_d / 2 at logit edges, ``[..., A, G]``.
 
     Exact representation: t = p_d ~ Beta(d, w + l) and B = p_w / (p_w + p_l) ~
@@ -303,19 +303,19 @@ def _score_cdf_dirichlet(concentrations: Array, edges: Array) -> Array:
     return jnp.where(use_t, cdf_over_t, cdf_over_b)
 
 
-def _score_cdf(concentrations: Array, edges: Array) -> Array:
+def score_cdf(concentrations: Array, edges: Array) -> Array:
     """CDF of each arm's score at ``sigmoid(edges)``.
 
     ``concentrations: [..., A, K]``, ``edges: [..., G]`` -> ``[..., A, G]``.
     """
     if concentrations.shape[-1] == 2:
-        return _score_cdf_beta(concentrations, edges)
+        return score_cdf_beta(concentrations, edges)
     if concentrations.shape[-1] == 3:
-        return _score_cdf_dirichlet(concentrations, edges)
+        return score_cdf_dirichlet(concentrations, edges)
     raise ValueError(f"beliefs have K = 2 or 3 outcomes, got {concentrations.shape[-1]}")
 
 
-def _prefix_sum(values: Array) -> Array:
+def prefix_sum(values: Array) -> Array:
     """Inclusive prefix sum over the last axis of ``values [..., C]``, ``[..., C]``.
 
     A ``[C, C]`` upper-triangular matmul instead of ``jnp.cumsum``: XLA:CPU lowers

@@ -6,7 +6,10 @@ A belief head predicts, per belief, ``K`` mean logits and one concentration logi
     mean = MEAN_FLOOR + (1 - K MEAN_FLOOR) softmax(mean_logits),
     concentration = floor + (cap - floor) * sigmoid(t)          in [floor, cap].
 
-(``MEAN_FLOOR`` keeps every component strictly positive when a softmax underflows.)
+``MEAN_FLOOR`` (1e-3) keeps every outcome's mean probability in ``[1e-3, 1 - 1e-3]``:
+no network belief is more certain than that (a certain result is a proof, handled
+exactly by the search), and every component is at least ``1e-3 * floor``, inside the
+fast P(best) kernel's envelope (``curiosity.best_arm``) for the default floor 1.
 
 So every Beta / Dirichlet the network predicts has a total concentration (its
 confidence, alpha + beta) between ``floor`` and ``cap``: a belief can neither collapse
@@ -30,9 +33,8 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-
-MEAN_FLOOR = 1e-6
-"""The smallest mean probability of an outcome (so no concentration is exactly 0)."""
+MEAN_FLOOR = 1e-3
+"""The smallest mean probability of an outcome predicted by a belief head."""
 
 
 @dataclasses.dataclass(frozen=True)

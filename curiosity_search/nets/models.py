@@ -250,7 +250,6 @@ class Network(nn.Module):
         else:
             features = MLPTrunk(self.blocks, self.width, dtype=dtype, name="trunk")(observation)
             value_hidden = 0  # boardlaw: linear heads on the MLP features
-        batch = observation.shape[0]
 
         policy_logits = head(self.num_actions, reduce_channels=2, dtype=dtype, name="policy_head")(
             features

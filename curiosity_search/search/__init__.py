@@ -8,12 +8,11 @@ Files (one concept each):
 - the rules: ``action_selection`` (PUCT MuZero/AlphaGo, UCT-P-NN, Gumbel
   root/interior), ``qtransforms``, ``seq_halving``, ``policies`` (``puct_policy``,
   ``gumbel_policy``, ``exit_policy``);
-- curiosity: ``curiosity`` (``curiosity_policy``, selection, node extras),
-  ``curiosity_backup`` (level-wise belief backups), ``beliefs`` (belief algebra and
-  sampling), ``best_arm`` (P(a is best) on a shared grid), ``score_cdf`` (per-arm score
-  CDFs), ``compaction`` (batched work on the active rows only);
-- checks and tools: ``reference`` / ``curiosity_reference`` (slow plain-Python searches
-  for tests), ``stubs`` (models with known answers), ``rollouts``, ``bench``.
+- checks and tools: ``reference`` (a slow plain-Python search for tests), ``stubs``
+  (models with known answers), ``rollouts``, ``bench``.
+
+Curiosity-driven search is a rule built on these hooks; it lives in its own package,
+``curiosity_search.curiosity``.
 
 How a strategy plugs into ``search.search`` (nothing in the kernel changes):
 
@@ -43,11 +42,11 @@ How a strategy plugs into ``search.search`` (nothing in the kernel changes):
    ``C = (1 - gamma) V + gamma * Qbar`` over its children, gathered with
    ``tree.children_index[parent]`` from the carried belief array.
 
-4. Stopping the descent (optional). Pass ``stop_descent_fn(tree, node_index) -> bool``
-   (one tree) to end a descent at an expanded node whose value can no longer change
-   (terminal, proven): the simulation then backs that node's stored value up again
-   instead of expanding below it (``curiosity_policy`` stops at proven nodes). The
-   default None keeps mctx's behaviour and program.
+4. A final root (optional). Pass ``root_done_fn(tree) -> bool`` (one tree) to mark a
+   root whose result can no longer change (curiosity: proven): further simulations then
+   leave that tree unchanged. A rule that marks nodes final keeps its own descents out
+   of final children (curiosity's selection excludes proven ones). The default None
+   keeps mctx's behaviour and program.
 
 Bind everything into a policy with ``functools.partial`` (see ``policies.py`` and
 ``docs/fork_search_kernel.md``). The library never calls ``jax.jit``; callers do.

@@ -70,7 +70,7 @@ class PolicyOutput:
 RootActionSelectionFn = Callable[[chex.PRNGKey | None, Any, chex.Array], chex.Array]
 InteriorActionSelectionFn = Callable[[chex.PRNGKey | None, Any, chex.Array, chex.Array], chex.Array]
 # Unbatched: (tree, node_index []) -> bool []: the descent stops at this expanded node.
-StopDescentFn = Callable[[Any, chex.Array], chex.Array]
+RootDoneFn = Callable[[Any], chex.Array]
 # (tree, node_index []) -> bool []: are the node's selection statistics there (one tree)?
 ReadyFn = Callable[[Any, chex.Array], chex.Array]
 # (ready_fn, fill_fn): fill_fn(tree, node_index [B], needed [B]) -> tree (batched).
@@ -97,5 +97,5 @@ __all__ = [
     "RootFnOutputWithExtras",
     "PrepareFn",
     "ReadyFn",
-    "StopDescentFn",
+    "RootDoneFn",
 ]

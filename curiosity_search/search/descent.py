@@ -3,10 +3,10 @@
 ``descend`` walks every tree (``jax.vmap`` of a per-tree ``while_loop``) from the root
 through expanded children, choosing each edge with the root or interior selection
 rule, until it reaches an unexpanded edge or ``max_depth``; optionally it also stops
-on a child that ``stop_descent_fn`` marks as done (a terminal or proven node) or that
-``ready_fn`` says is not ready yet. ``select_at_unready`` then prepares such a node
-(the kernel's ``prepare_fn``) and selects the edge to expand below it, so lazily
-computed per-node statistics give the tree an eager rule would have built.
+on an expanded child that ``ready_fn`` says is not ready yet. ``select_at_unready``
+then prepares such a node (the kernel's ``prepare_fn``) and selects the edge to expand
+below it, so lazily computed per-node statistics give the tree an eager rule would
+have built.
 
 Shapes: ``B`` batch; a descent state's fields are ``[B]`` (batched) or ``[]``.
 """
@@ -25,7 +25,6 @@ from curiosity_search.search.base import (
     PrepareFn,
     ReadyFn,
     RootActionSelectionFn,
-    StopDescentFn,
 )
 from curiosity_search.search.tree import ROOT_INDEX, UNVISITED, Tree
 
@@ -54,7 +53,6 @@ def descend(
     *,
     max_depth: int,
     split_per_step: bool,
-    stop_descent_fn: StopDescentFn | None = None,
     ready_fn: ReadyFn | None = None,
 ) -> DescentState:
     """Descends every tree from the root to the edge to expand; the final state ``[B]``.
@@ -65,8 +63,6 @@ def descend(
       root_action_selection_fn, interior_action_selection_fn: the rules (one tree).
       max_depth: the descent stops at this many edges from the root.
       split_per_step: a fresh key per step (mctx's chain) or the same key throughout.
-      stop_descent_fn: ``(tree, node_index) -> bool`` (one tree) or None: also stop on
-        an edge whose expanded child it marks as done.
       ready_fn: ``(tree, node_index) -> bool`` (one tree) or None: also stop on an
         expanded child that is not ready (``select_at_unready`` handles it).
 
@@ -78,8 +74,6 @@ def descend(
 
     def continues(tree, next_node_index, depth):
         going = (next_node_index != UNVISITED) & (depth < max_depth)
-        if stop_descent_fn is not None:
-            going = going & ~stop_descent_fn(tree, next_node_index)
         if ready_fn is not None:
             going = going & ready_fn(tree, next_node_index)
         return going
@@ -127,7 +121,6 @@ def select_at_unready(
     max_depth: int,
     *,
     split_per_step: bool,
-    stop_descent_fn: StopDescentFn | None,
 ) -> tuple[Tree, chex.Array, chex.Array]:
     """Where a descent stopped on an unready expanded child: fill it, select there.
 
@@ -138,8 +131,6 @@ def select_at_unready(
     child = descent.next_node_index
     safe_child = jnp.maximum(child, 0)
     needed = (child != UNVISITED) & (descent.depth < max_depth)
-    if stop_descent_fn is not None:
-        needed = needed & ~jax.vmap(stop_descent_fn)(tree, safe_child)
     needed = needed & ~jax.vmap(ready_fn)(tree, safe_child)
     tree = fill_fn(tree, safe_child, needed)
     key = jax.vmap(functools.partial(_next_key, split_per_step=split_per_step))(

@@ -29,8 +29,8 @@ from curiosity_search.search.base import (
     PrepareFn,
     RecurrentFn,
     RootActionSelectionFn,
+    RootDoneFn,
     RootFnOutput,
-    StopDescentFn,
 )
 from curiosity_search.search.descent import descend, select_at_unready
 from curiosity_search.search.tree import ROOT_INDEX, UNVISITED, Tree, instantiate_tree
@@ -53,7 +53,7 @@ def search(
     loop_fn: LoopFn = jax.lax.fori_loop,
     backup_fn: BackupFn | None = None,
     selection_rng: str = "per_step",
-    stop_descent_fn: StopDescentFn | None = None,
+    root_done_fn: RootDoneFn | None = None,
     prepare_fn: PrepareFn | None = None,
 ) -> Tree:
     """Runs a batched search and returns the tree.
@@ -79,14 +79,13 @@ def search(
         per descent step (mctx's key chain), ``"per_simulation"`` one key per tree and
         simulation (fold in ``depth`` for per-step draws), ``"none"`` None (for
         deterministic rules: no key splitting at all).
-      stop_descent_fn: ``(tree, node_index []) -> bool []`` on one tree, or None. When
-        given, a descent that selects an already-expanded child for which it is True
-        (a terminal or proven node: nothing below it can change its value) stops there:
-        that simulation writes no node (``recurrent_fn`` is still called for the whole
-        batch, its output for that tree is discarded), increments the stopped node's
-        visit count and backs up from it, re-using its stored value. None (default):
-        the descent always continues into expanded children (mctx's behaviour), and
-        the compiled program is the same as without the argument.
+      root_done_fn: ``(tree) -> bool []`` on one tree, or None. Where True (the root's
+        result is final, e.g. proven), the simulation leaves that tree unchanged: no
+        node written, no visit counted, no backup (``recurrent_fn`` still runs for the
+        whole batch; its output for that tree is discarded). Rules that mark nodes
+        final must also keep their descents out of final children themselves (as
+        curiosity's selection does with proven children). None (default): the compiled
+        program is the same as without the argument.
       prepare_fn: ``(ready_fn, fill_fn)`` or None, for rules whose per-node selection
         statistics are costly and only needed once the descent passes through a node
         (e.g. curiosity's P(best) over a fresh node's priors). ``ready_fn(tree,
@@ -136,27 +135,23 @@ def search(
             interior_action_selection_fn,
             max_depth=max_depth,
             split_per_step=selection_rng == "per_step",
-            stop_descent_fn=stop_descent_fn,
             ready_fn=None if prepare_fn is None else prepare_fn[0],
         )
         parent_index, action = descent.node_index, descent.action
         if prepare_fn is not None:
             tree, parent_index, action = select_at_unready(
                 tree, descent, prepare_fn, interior_action_selection_fn, max_depth,
-                split_per_step=selection_rng == "per_step", stop_descent_fn=stop_descent_fn,
+                split_per_step=selection_rng == "per_step",
             )
         next_node_index = tree.children_index[batch_range, parent_index, action]
-        if stop_descent_fn is None:
-            stopped = None
-        else:
-            stopped = (next_node_index != UNVISITED) & jax.vmap(stop_descent_fn)(
-                tree, next_node_index
-            )
         next_node_index = jnp.where(next_node_index == UNVISITED, sim + 1, next_node_index)
+        skipped = None if root_done_fn is None else jax.vmap(root_done_fn)(tree)
         tree = expand(
             params, expand_key, tree, recurrent_fn, parent_index, action, next_node_index,
-            skip_write=stopped,
+            skip_write=skipped,
         )
+        if skipped is not None:
+            next_node_index = jnp.where(skipped, ROOT_INDEX, next_node_index)
         tree = backup_fn(tree, next_node_index)
         return rng_key, tree
 
@@ -178,8 +173,8 @@ def expand(
 
     Args:
       parent_index, action, next_node_index: ``[B]`` int32.
-      skip_write: ``[B]`` bool or None: where True, only the node's visit count is
-        incremented (the model's output for that tree is discarded).
+      skip_write: ``[B]`` bool or None: where True, nothing is written for that tree
+        (the model's output is discarded and no visit is counted).
 
     Returns:
       The tree with the new node's prior, values, edge reward/discount, embedding and
@@ -192,13 +187,13 @@ def expand(
     chex.assert_shape(step.prior_logits, (batch_size, tree.num_actions))
     chex.assert_shape([step.reward, step.discount, step.value], (batch_size,))
 
-    visits = tree.node_visits.at[b, next_node_index].set(tree.node_visits[b, next_node_index] + 1)
     mode = None
     if skip_write is not None:
         # Out-of-range indices: the scatters below drop those trees' writes.
         mode = "drop"
         next_node_index = jnp.where(skip_write, tree.num_simulations + 1, next_node_index)
         parent_index = jnp.where(skip_write, tree.num_simulations + 1, parent_index)
+    visits = tree.node_visits.at[b, next_node_index].add(1, mode=mode)
 
     def write(array, value):
         return array.at[b, next_node_index].set(value, mode=mode)

@@ -21,7 +21,7 @@ from curiosity_search.search.base import RecurrentFnOutput, RootFnOutput
 _M1, _M2, _M3 = 2654435761, 40503, 2246822519
 
 
-def _hash_np(node_id: np.ndarray, action: np.ndarray) -> np.ndarray:
+def hash_np(node_id: np.ndarray, action: np.ndarray) -> np.ndarray:
     x = node_id.astype(np.uint32) * np.uint32(_M1) + (action.astype(np.uint32) + 1) * np.uint32(
         _M2
     )
@@ -30,7 +30,7 @@ def _hash_np(node_id: np.ndarray, action: np.ndarray) -> np.ndarray:
     return x ^ (x >> np.uint32(13))
 
 
-def _hash_jnp(node_id: chex.Array, action: chex.Array) -> chex.Array:
+def hash_jnp(node_id: chex.Array, action: chex.Array) -> chex.Array:
     x = node_id.astype(jnp.uint32) * jnp.uint32(_M1) + (
         action.astype(jnp.uint32) + 1
     ) * jnp.uint32(_M2)
@@ -78,7 +78,7 @@ class HashModel:
     def recurrent_fn(self, params, rng_key, action, embedding):
         """mctx-style: ``(params, key, action [B], ids [B]) -> (RecurrentFnOutput, ids)``."""
         del params, rng_key
-        child = _hash_jnp(embedding, action)
+        child = hash_jnp(embedding, action)
         rows = (child % jnp.uint32(self.table_size)).astype(jnp.int32)
         out = RecurrentFnOutput(
             reward=jnp.asarray(self.tables["rewards"])[rows],
@@ -90,7 +90,7 @@ class HashModel:
 
     def step(self, node_id: int, action: int):
         """One node in numpy: ``(reward, discount, prior_logits [A], value, child_id)``."""
-        child = _hash_np(np.asarray([node_id]), np.asarray([action]))[0]
+        child = hash_np(np.asarray([node_id]), np.asarray([action]))[0]
         row = int(child % np.uint32(self.table_size))
         return (
             float(self.tables["rewards"][row]),

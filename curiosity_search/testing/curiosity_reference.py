@@ -1,12 +1,24 @@
 """A slow, plain-Python curiosity search over one tree, and a belief stub model.
 
-Written from the rule (see ``curiosity.py``), not from the kernel: node records, a
-descent loop, a model call, a backup walk, float64 belief arithmetic in numpy. The
-only shared piece is P(a is best) itself (``beliefs.best_arm_probability``, tested
-separately against quadrature), and the selection noise is passed in, so the jitted
-kernel and this reference build the same tree from the same uniform draws (one per
-selection, turned into an action by inverse CDF over P(best) in float32, as the
-kernel does).
+Written from the rule (``curiosity.policy``'s docstring), not from the kernel: node
+records, a descent loop, a model call, a backup walk, proofs, float64 belief arithmetic
+in numpy. The only shared piece is P(a is best) itself (``best_arm_probability``,
+tested separately against an exact Monte Carlo), and the selection noise is passed in,
+so the jitted kernel and this reference build the same tree from the same uniform
+draws (one per selection, turned into an action by inverse CDF over P(best) in
+float32, as the kernel does).
+
+The rule, as implemented here:
+- selection draws from P(best) over a node's unresolved legal children (proven ones
+  are never entered);
+- a terminal node is proven at expansion (its result, 0 plies); a node with a child
+  proven won for its mover is proven won (1 + the shortest such win); a node whose
+  legal children are all proven is proven at the best (a win or draw: the shortest;
+  a loss: 1 + the longest);
+- a proven root leaves every further simulation without effect;
+- a backup recomputes each unproven ancestor: pi = P(best) with proven children as
+  exact arms, the pi-average of the children's parameter vectors (a proven child as
+  its total concentration on its outcome), ``C = (1 - gamma) V + gamma Qbar``.
 
 Model: ``step(embedding, action) -> (reward, discount, prior_logits [A],
 value_belief [K], action_beliefs [A, K], next_embedding)`` for one node.
@@ -23,13 +35,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from curiosity_search.search import beliefs
-from curiosity_search.search.curiosity import (
+from curiosity_search.curiosity import (
     ILLEGAL_LOGIT,
     BeliefRecurrentFnOutput,
     BeliefRootFnOutput,
+    best_arm_probability,
 )
-from curiosity_search.search.stubs import _hash_jnp, _hash_np
+from curiosity_search.search.stubs import hash_jnp, hash_np
 
 Noise = Callable[[int, int], float]  # (simulation, depth) -> one uniform in [0, 1)
 
@@ -41,7 +53,8 @@ class BeliefNode:
     action_beliefs: np.ndarray  # [A, K]
     invalid: np.ndarray  # [A] bool
     proven: bool
-    proven_score: float  # exact expected outcome of a proven node (mover's view)
+    proven_score: float  # exact result for this node's mover (1 win, 1/2 draw, 0 loss)
+    proven_length: int  # plies to the end under the proof; -1 when unproven
     visits: int
     parent: int
     action: int
@@ -51,19 +64,15 @@ class BeliefNode:
 
 @functools.cache
 def _pbest_fn(grid_size: int, method: str):
-    return jax.jit(functools.partial(beliefs.best_arm_probability, grid_size=grid_size,
-                                     method=method))
+    return jax.jit(functools.partial(best_arm_probability, grid_size=grid_size, method=method))
 
 
-def _exact_belief(score: float, num_outcomes: int, strength: float) -> np.ndarray:
-    score = min(max(score, 0.0), 1.0)
+def _exact(score: float, total: float, num_outcomes: int) -> np.ndarray:
+    """``total`` on the outcome of ``score`` (1, 1/2 or 0), ``[K]``."""
     if num_outcomes == 2:
-        weights = np.array([score, 1.0 - score])
-    elif score >= 0.5:
-        weights = np.array([2 * score - 1, 2 - 2 * score, 0.0])
-    else:
-        weights = np.array([0.0, 2 * score, 1 - 2 * score])
-    return 1.0 + strength * weights
+        return total * np.array([score, 1.0 - score])
+    win, loss = max(2 * score - 1, 0.0), max(1 - 2 * score, 0.0)
+    return total * np.array([win, 1.0 - win - loss, loss])
 
 
 def _summarize(weights: np.ndarray, conc: np.ndarray, method: str) -> np.ndarray:
@@ -93,15 +102,13 @@ def reference_curiosity_search(
     grid_size: int = 21,
     belief_summary: str = "average",
     two_player: bool = True,
-    proven_strength: float = 1e4,
-    pbest_method: str = "accurate",
+    pbest_method: str = "fast",
 ) -> list[BeliefNode | None]:
     """Runs the curiosity search on one root; returns its ``num_simulations + 1`` nodes.
 
     Node ``i`` is created by simulation ``i - 1``; a simulation that re-evaluates a leaf
-    at ``max_depth``, or stops at a proven (terminal or solved) child, creates none and
-    leaves ``None`` in its slot. Stopping at a proven child calls no model: its visit
-    count is incremented and its exact belief is backed up again.
+    at ``max_depth``, or runs after the root is proven, creates none and leaves
+    ``None`` in its slot.
 
     Args:
       root_value_belief: ``[K]``; root_action_beliefs: ``[A, K]``;
@@ -109,10 +116,11 @@ def reference_curiosity_search(
       noise: ``noise(sim, depth) -> u`` the uniform in ``[0, 1)`` used to select at
         ``depth`` (root: 0) during simulation ``sim``: the action ``i`` with
         ``F[i - 1] <= u F[-1] < F[i]``, ``F`` the float32 running sum of P(best).
-      pbest_method: ``beliefs.best_arm_probability``'s method, as the kernel's.
+      pbest_method: ``best_arm_probability``'s method, as the kernel's.
     """
     pbest = _pbest_fn(grid_size, pbest_method)
     max_depth = num_simulations if max_depth is None else max_depth
+    num_outcomes = len(root_value_belief)
     root = BeliefNode(
         belief=np.asarray(root_value_belief, np.float64),
         value_belief=np.asarray(root_value_belief, np.float64),
@@ -120,6 +128,7 @@ def reference_curiosity_search(
         invalid=np.asarray(invalid_actions, bool),
         proven=False,
         proven_score=0.0,
+        proven_length=-1,
         visits=1,
         parent=-1,
         action=-1,
@@ -130,19 +139,31 @@ def reference_curiosity_search(
     def view(belief):
         return belief[::-1] if two_player else belief
 
-    def child_beliefs(node):
-        out = node.action_beliefs.copy()
-        for a, c in node.children.items():
-            out[a] = view(nodes[c].belief)
-        return out
+    def view_score(score):
+        return 1.0 - score if two_player else score
 
-    def probability(node):
-        conc = child_beliefs(node)
-        return np.asarray(pbest(jnp.asarray(conc, jnp.float32), jnp.asarray(node.invalid)),
-                          np.float64), conc
+    def children(node):
+        """Beliefs ``[A, K]``, proven ``[A]``, scores and lengths from node's view."""
+        conc = node.action_beliefs.copy()
+        proven = np.zeros(len(conc), bool)
+        scores = np.full(len(conc), np.nan)
+        lengths = np.zeros(len(conc), int)
+        for a, c in node.children.items():
+            conc[a] = view(nodes[c].belief)
+            if nodes[c].proven and not node.invalid[a]:
+                proven[a] = True
+                scores[a] = view_score(nodes[c].proven_score)
+                lengths[a] = nodes[c].proven_length
+        return conc, proven, scores, lengths
+
+    def probability(conc, invalid, scores=None):
+        exact = None if scores is None else jnp.asarray(scores, jnp.float32)
+        return np.asarray(pbest(jnp.asarray(conc, jnp.float32), jnp.asarray(invalid),
+                                exact_scores=exact), np.float64)
 
     def select(node, uniform):
-        p, _ = probability(node)
+        conc, proven, _, _ = children(node)
+        p = probability(conc, node.invalid | proven)
         cumulative = np.cumsum(p.astype(np.float32))  # float32, left to right
         target = np.float32(uniform) * cumulative[-1]
         return min(int(np.sum(cumulative <= target)), len(p) - 1)
@@ -151,23 +172,28 @@ def reference_curiosity_search(
         node = nodes[i]
         if node.proven:
             return
-        p, conc = probability(node)
-        mixture = _summarize(p, conc, belief_summary)
+        conc, proven, scores, lengths = children(node)
+        legal = ~node.invalid
+        p = probability(conc, node.invalid, scores)
+        vectors = conc.copy()
+        for a in np.flatnonzero(proven):
+            vectors[a] = _exact(scores[a], conc[a].sum(), num_outcomes)
+        mixture = _summarize(p, vectors, belief_summary)
         evidence = sum(nodes[c].visits for c in node.children.values())
         gamma = evidence / (kappa + evidence) if kappa + evidence > 0 else 0.0
         blended = (1 - gamma) * node.value_belief + gamma * mixture
-        proven_scores = [1 - nodes[c].proven_score if two_player else nodes[c].proven_score
-                         for a, c in node.children.items()
-                         if nodes[c].proven and not node.invalid[a]]
-        legal = np.flatnonzero(~node.invalid)
-        all_proven = len(legal) > 0 and all(
-            a in node.children and nodes[node.children[a]].proven for a in legal)
-        if (proven_scores and max(proven_scores) >= 1.0) or all_proven:
-            node.belief = _exact_belief(max(proven_scores), len(node.belief), proven_strength)
-            node.proven = True
-            node.proven_score = max(proven_scores)
+        wins = [lengths[a] for a in np.flatnonzero(proven) if scores[a] >= 1.0]
+        if wins:
+            score, length = 1.0, 1 + min(wins)
+        elif legal.any() and proven[legal].all():
+            score = max(scores[a] for a in np.flatnonzero(proven))
+            at_best = [lengths[a] for a in np.flatnonzero(proven) if scores[a] >= score]
+            length = 1 + (max(at_best) if score <= 0.0 else min(at_best))
         else:
             node.belief = blended
+            return
+        node.proven, node.proven_score, node.proven_length = True, score, length
+        node.belief = _exact(score, blended.sum(), num_outcomes)
 
     def backup(node):
         while node != 0:
@@ -176,33 +202,32 @@ def reference_curiosity_search(
             update(node)
 
     for sim in range(num_simulations):
+        if nodes[0].proven:  # a proven root spends no further simulations
+            continue
         index, depth = 0, 0
         while True:
             action = select(nodes[index], noise(sim, depth))
             depth += 1
             child = nodes[index].children.get(action)
-            if child is None or depth >= max_depth or nodes[child].proven:
+            if child is None or depth >= max_depth:
                 break
             index = child
-        if child is not None and nodes[child].proven:  # nothing below can change it
-            nodes[child].visits += 1
-            backup(child)
-            continue
         reward, discount, logits, value_belief, action_beliefs, embedding = step(
             nodes[index].embedding, action)
         terminal = discount == 0
-        score = 0.0
+        value_belief = np.asarray(value_belief, np.float64)
+        belief, score = value_belief, 0.0
         if terminal:
-            mover = 0.5 * (1 + reward)
-            score = 1 - mover if two_player else mover
-            value_belief = _exact_belief(score, len(value_belief), proven_strength)
+            score = view_score(0.5 * (1 + reward))
+            belief = _exact(score, value_belief.sum(), num_outcomes)
         record = BeliefNode(
-            belief=np.asarray(value_belief, np.float64),
-            value_belief=np.asarray(value_belief, np.float64),
+            belief=belief,
+            value_belief=value_belief,
             action_beliefs=np.asarray(action_beliefs, np.float64),
             invalid=np.asarray(logits) < ILLEGAL_LOGIT,
             proven=bool(terminal),
-            proven_score=score,
+            proven_score=score if terminal else 0.0,
+            proven_length=0 if terminal else -1,
             visits=1,
             parent=index,
             action=action,
@@ -279,7 +304,7 @@ class BeliefHashModel:
     def recurrent_fn(self, params, rng_key, action, embedding):
         """``(params, key, action [B], ids [B]) -> (BeliefRecurrentFnOutput, ids)``."""
         del params, rng_key
-        child = _hash_jnp(embedding, action)
+        child = hash_jnp(embedding, action)
         rows = (child % jnp.uint32(self.table_size)).astype(jnp.int32)
         tables = {name: jnp.asarray(value) for name, value in self.tables.items()}
         out = BeliefRecurrentFnOutput(
@@ -294,7 +319,7 @@ class BeliefHashModel:
 
     def step(self, node_id: int, action: int):
         """One node in numpy, matching ``recurrent_fn``."""
-        child = int(_hash_np(np.asarray([node_id]), np.asarray([action]))[0])
+        child = int(hash_np(np.asarray([node_id]), np.asarray([action]))[0])
         row = child % self.table_size
         t = self.tables
         return (float(t["reward"][row]), float(t["discount"][row]), t["logits"][row],

@@ -1,30 +1,37 @@
 """Losses and prediction-entropy metrics for one training batch.
 
-- Policy: cross-entropy ``-sum_a target(a) log pi(a)`` over legal actions, in nats
-  (TPT when the target is the visit distribution, CAT when it is one-hot).
+- Policy: cross-entropy ``-sum_a target(a) log pi(a)`` over legal actions (TPT when the
+  target is the visit distribution, CAT when it is one-hot), in nats for a scalar value
+  head (AlphaZero's loss) and in **bits** for belief heads (curiosity: every term in
+  bits, seeds/002).
 - Value, scalar head (``train.value_loss``): mean squared error to the value target
   (outcome ``z`` or search value), as AlphaZero; or ``bce``, the binary cross-entropy
   in nats of ``(v + 1) / 2`` against ``(z + 1) / 2`` (ExIt, seeds/000), the predicted
   win probability clipped to ``[1e-6, 1 - 1e-6]``.
-- Value, belief head (Beta K=2 / Dirichlet K=3 concentrations):
-    * search-belief targets: ``KL(Dir(target) || Dir(predicted))`` in bits (the blog's
-      loss; it trains both the mean and the concentration).
-    * outcome / search-value targets: the negative log-likelihood, in bits, of the
-      categorical outcome under the Dirichlet-multinomial predictive,
-      ``-sum_k p_k log(alpha_k / alpha_0)``, with ``p`` = ``outcome_probabilities(z)``
-      (one-hot for a decided game). The KL to a Dirac target is infinite (a Dirac has
-      differential entropy -inf), so the likelihood is the finite, proper choice; it
-      trains the predictive mean only: one outcome per position says nothing about how
-      confident the belief should be.
-- Action-value beliefs (curiosity with ``action_values``): KL in bits from each
-  expanded root child's search belief, averaged over the expanded children.
+- Value, belief head (Beta K=2 / Dirichlet K=3 concentrations), in bits:
+    * search-belief targets: ``KL(q_search || q_theta)`` (the blog's loss; it trains
+      both the mean and the concentration); a **proven** target (the search solved the
+      root) is an exact outcome, a Dirac, whose KL is infinite: it is trained by the
+      negative log-density of the epsilon-interior point ``(1 - eps) e + eps / K`` of
+      the outcome's vertex ``e`` (``PROVEN_EPSILON``), finite and well scaled: it pulls
+      the mean to the vertex and the concentration up to the head's cap.
+    * outcome / search-value targets: the negative log-likelihood of the categorical
+      outcome under the Dirichlet-multinomial predictive, ``-sum_k p_k log(alpha_k /
+      alpha_0)``, with ``p`` = ``outcome_probabilities(z)``; it trains the predictive
+      mean only.
+    * ``train.outcome_loss_weight`` (default 0) adds that outcome NLL as an auxiliary
+      term next to a search-belief target.
+- Action-value beliefs (curiosity): the same per expanded root child (KL to its search
+  belief, or the epsilon-interior NLL of its exact result), averaged over them.
 - REINFORCE (algorithm ``reinforce``, no search): ``train.reinforce.reinforce_loss``,
   the played move's log-probability weighted by ``z - v(s)``, plus the value loss.
 - Regret heads (search control, seeds/003), when the batch carries regret targets:
   ``regret.ranking_loss`` (L_rank over the batch) + ``regret.regret_value_loss`` (MSE),
   weighted by ``train.regret_loss_weight``.
 Every per-position loss is averaged over the batch entries with ``valid == True``.
-The Dirichlet KL and entropy are the search kernel's (``search.beliefs``), re-exported.
+Metrics also report ``policy_target_entropy_bits`` (the categorical entropy of the
+policy target: the blog's Figure 13) and ``policy_entropy_bits`` (the network's).
+The Dirichlet KL and entropy are the curiosity package's (``curiosity.beliefs``).
 """
 
 from __future__ import annotations
@@ -36,21 +43,66 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+from jax.scipy.special import gammaln
 
-from curiosity_search.search.beliefs import entropy_bits as dirichlet_entropy_bits
-from curiosity_search.search.beliefs import kl_dirichlet_bits
+from curiosity_search.curiosity.beliefs import entropy_bits as dirichlet_entropy_bits
+from curiosity_search.curiosity.beliefs import kl_dirichlet_bits
 from curiosity_search.train.regret import ranking_loss, regret_value_loss
 from curiosity_search.train.replay import Positions
 from curiosity_search.train.targets import outcome_probabilities
 
 LN2 = math.log(2.0)
+PROVEN_EPSILON = 1e-3
+"""Distance of a proven target's interior point from its outcome's vertex."""
 _MASKED = -1e9
 
-__all__ = ["compute_losses", "dirichlet_entropy_bits", "kl_dirichlet_bits", "make_loss_fn"]
+__all__ = ["belief_loss_bits", "compute_losses", "make_loss_fn", "outcome_nll_bits",
+           "proven_nll_bits"]
 
 
 def _masked_mean(values: jax.Array, weights: jax.Array) -> jax.Array:
-    return jnp.sum(values * weights) / jnp.maximum(jnp.sum(weights), 1.0)
+    """Mean of ``values`` over the entries with weight > 0 (others may be non-finite)."""
+    total = jnp.sum(jnp.where(weights > 0, values * weights, 0.0))
+    return total / jnp.maximum(jnp.sum(weights), 1.0)
+
+
+def proven_nll_bits(outcome: jax.Array, concentrations: jax.Array) -> jax.Array:
+    """``[...]`` bits: ``-log Dir(p_eps | c)`` at ``p_eps = (1 - eps) outcome + eps / K``.
+
+    Args:
+      outcome: ``[..., K]`` the exact outcome (one-hot; any distribution works).
+      concentrations: ``[..., K]`` the predicted belief.
+    """
+    num_outcomes = outcome.shape[-1]
+    point = (1.0 - PROVEN_EPSILON) * outcome + PROVEN_EPSILON / num_outcomes
+    log_norm = jnp.sum(gammaln(concentrations), -1) - gammaln(jnp.sum(concentrations, -1))
+    log_density = jnp.sum((concentrations - 1.0) * jnp.log(point), -1) - log_norm
+    return -log_density / LN2
+
+
+def belief_loss_bits(target: jax.Array, proven: jax.Array | None,
+                     predicted: jax.Array) -> jax.Array:
+    """``[...]`` bits: ``KL(target || predicted)``, or ``proven_nll_bits`` of the
+    target's mean where ``proven`` (``[...]`` bool or None: nothing proven).
+
+    ``target``/``predicted`` ``[..., K]``. An exact target's parameter vector has zero
+    components (``beliefs.exact_belief``), so the KL is evaluated on a stand-in there
+    (no NaN reaches the gradient through the unselected branch).
+    """
+    if proven is None:
+        return kl_dirichlet_bits(target, predicted)
+    proven = proven.astype(bool)
+    mean = target / jnp.maximum(jnp.sum(target, -1, keepdims=True), 1e-30)
+    safe_target = jnp.where(proven[..., None], jax.lax.stop_gradient(predicted), target)
+    return jnp.where(proven, proven_nll_bits(mean, predicted),
+                     kl_dirichlet_bits(safe_target, predicted))
+
+
+def outcome_nll_bits(outcome: jax.Array, concentrations: jax.Array) -> jax.Array:
+    """``[...]`` bits: ``-sum_k p_k log(alpha_k / alpha_0)`` for outcome probabilities
+    ``outcome [..., K]`` (the Dirichlet-multinomial predictive of one game)."""
+    log_mean = jnp.log(concentrations) - jnp.log(jnp.sum(concentrations, axis=-1, keepdims=True))
+    return -jnp.sum(outcome * log_mean, axis=-1) / LN2
 
 
 _BCE_EPS = 1e-6
@@ -105,6 +157,7 @@ def compute_losses(
     action_value_weight: float,
     value_loss_fn: ValueLossFn = mse_value_loss,
     regret_weight: float = 1.0,
+    outcome_weight: float = 0.0,
 ) -> tuple[jax.Array, dict[str, jax.Array]]:
     """Total loss and metrics for network ``output`` on ``batch``.
 
@@ -116,18 +169,27 @@ def compute_losses(
       policy_weight, value_weight, action_value_weight: loss weights (static floats).
       value_loss_fn: the scalar head's per-position value loss (``VALUE_LOSSES``).
       regret_weight: weight of the regret heads' losses (``add_regret_losses``).
+      outcome_weight: belief heads: weight of the outcome auxiliary (needs
+        ``batch.outcome`` unless the value target is the outcome itself).
 
     Returns:
-      ``(loss [], metrics)`` with scalar metrics ``loss``, ``policy_loss``,
-      ``value_loss``, ``value_mse``, ``policy_entropy_bits``, and for belief heads
-      ``value_entropy_bits``; ``action_value_loss`` when trained.
+      ``(loss [], metrics)`` with scalar metrics ``loss``, ``policy_loss`` (bits for a
+      belief head, else nats), ``value_loss``, ``value_mse``, ``policy_entropy_bits``,
+      ``policy_target_entropy_bits``, and for belief heads ``value_entropy_bits``;
+      ``action_value_loss`` / ``outcome_loss`` when trained.
     """
     weights = batch.valid.astype(jnp.float32)  # [N]
     legal = batch.legal_action_mask
     logits = jnp.where(legal, output.policy_logits.astype(jnp.float32), _MASKED)
     log_policy = jnp.where(legal, jax.nn.log_softmax(logits, axis=-1), 0.0)  # [N, A]
+    belief = output.value_belief
+    units = 1.0 if belief is None else LN2  # belief heads: every term in bits
     policy_loss = _masked_mean(-jnp.sum(batch.policy_target * log_policy, axis=-1), weights)
+    policy_loss = policy_loss / units
     policy_entropy = -jnp.sum(jnp.exp(log_policy) * log_policy * legal, axis=-1) / LN2
+    target = batch.policy_target
+    target_entropy = -jnp.sum(jnp.where(target > 0, target * jnp.log(
+        jnp.where(target > 0, target, 1.0)), 0.0), axis=-1) / LN2
 
     value = output.value.astype(jnp.float32)
     value_mse = _masked_mean(jnp.square(value - batch.value_target), weights)
@@ -135,30 +197,46 @@ def compute_losses(
         "policy_loss": policy_loss,
         "value_mse": value_mse,
         "policy_entropy_bits": _masked_mean(policy_entropy, weights),
+        "policy_target_entropy_bits": _masked_mean(target_entropy, weights),
     }
 
-    belief = output.value_belief
     if belief is None:
         value_loss = _masked_mean(value_loss_fn(value, batch.value_target), weights)
     else:
         belief = belief.astype(jnp.float32)
+        num_outcomes = belief.shape[-1]
         if batch.belief_target is not None:
-            per_position = kl_dirichlet_bits(batch.belief_target, belief)
+            # Empty replay slots hold zeros: stand in the prediction (no NaN gradient).
+            target = jnp.where(batch.valid[:, None], batch.belief_target,
+                               jax.lax.stop_gradient(belief))
+            per_position = belief_loss_bits(target, batch.belief_target_proven, belief)
+            if batch.belief_target_proven is not None:
+                metrics["proven_fraction"] = _masked_mean(
+                    batch.belief_target_proven.astype(jnp.float32), weights)
         else:
-            probabilities = outcome_probabilities(batch.value_target, belief.shape[-1])
-            log_mean = jnp.log(belief) - jnp.log(jnp.sum(belief, axis=-1, keepdims=True))
-            per_position = -jnp.sum(probabilities * log_mean, axis=-1) / LN2
+            per_position = outcome_nll_bits(
+                outcome_probabilities(batch.value_target, num_outcomes), belief)
         value_loss = _masked_mean(per_position, weights)
         metrics["value_entropy_bits"] = _masked_mean(dirichlet_entropy_bits(belief), weights)
+        if outcome_weight > 0:
+            outcome = batch.value_target if batch.outcome is None else batch.outcome
+            outcome_loss = _masked_mean(
+                outcome_nll_bits(outcome_probabilities(outcome, num_outcomes), belief), weights)
+            metrics["outcome_loss"] = outcome_loss
     metrics["value_loss"] = value_loss
 
     loss = policy_weight * policy_loss + value_weight * value_loss
+    if belief is not None and outcome_weight > 0:
+        loss = loss + outcome_weight * metrics["outcome_loss"]
     if batch.action_belief_target is not None and output.action_beliefs is not None:
         child_mask = batch.action_belief_mask.astype(jnp.float32) * weights[:, None]  # [N, A]
-        child_kl = kl_dirichlet_bits(
-            batch.action_belief_target, output.action_beliefs.astype(jnp.float32)
-        )  # [N, A]
-        action_value_loss = jnp.sum(child_kl * child_mask) / jnp.maximum(jnp.sum(child_mask), 1.0)
+        predicted = output.action_beliefs.astype(jnp.float32)
+        child_target = jnp.where(child_mask[..., None] > 0, batch.action_belief_target,
+                                 jax.lax.stop_gradient(predicted))
+        child_loss = belief_loss_bits(child_target, batch.action_belief_proven,
+                                      predicted)  # [N, A]
+        action_value_loss = jnp.sum(jnp.where(child_mask > 0, child_loss, 0.0)) / jnp.maximum(
+            jnp.sum(child_mask), 1.0)
         metrics["action_value_loss"] = action_value_loss
         loss = loss + action_value_weight * action_value_loss
     loss = add_regret_losses(loss, metrics, output, batch, regret_weight)
@@ -229,6 +307,7 @@ def make_loss_fn(
             action_value_weight=getattr(train_cfg, "action_value_loss_weight", 1.0),
             value_loss_fn=value_loss_fn,
             regret_weight=regret_weight,
+            outcome_weight=getattr(train_cfg, "outcome_loss_weight", 0.0),
         )
 
     def loss_fn(params: Any, batch: Positions) -> tuple[jax.Array, dict[str, jax.Array]]:

@@ -32,10 +32,17 @@ class Positions:
         outcome ``z`` (written when the game ends) or the root search value.
       belief_target: ``[..., K]`` Dirichlet concentrations of the root search belief,
         or ``None`` when the run does not train on search beliefs.
+      belief_target_proven: ``[...]`` bool, the root's result is exact (the target is
+        then the one-hot outcome ``belief_target`` is the mean of), or ``None``.
       action_belief_target: ``[..., A, K]`` concentrations of the root children's search
         beliefs (curiosity only), or ``None``.
       action_belief_mask: ``[..., A]`` bool, which children carry an action-belief
         target (expanded at the root), or ``None``.
+      action_belief_proven: ``[..., A]`` bool, children whose result is exact, or
+        ``None``.
+      outcome: ``[...]`` float32 game outcome ``z`` from the mover's view, filled in
+        when the game ends, when a loss needs it besides ``value_target`` (curiosity's
+        outcome auxiliary), else ``None``.
       player: ``[...]`` int32, the player to move.
       valid: ``[...]`` bool, whether the slot holds a real position.
       regret_target: ``[...]`` float32, search control's regret ``R(s)`` (seeds/003), or
@@ -54,6 +61,9 @@ class Positions:
     player: jax.Array
     valid: jax.Array
     regret_target: jax.Array | None = None
+    belief_target_proven: jax.Array | None = None
+    action_belief_proven: jax.Array | None = None
+    outcome: jax.Array | None = None
 
 
 def empty_positions(example: Positions, leading_shape: tuple[int, ...]) -> Positions:

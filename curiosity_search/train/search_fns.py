@@ -79,8 +79,11 @@ class SearchResult:
       visit_distribution: ``[B, A]`` float32, root visit counts normalised (the
         tree-policy target); the softmax of the legal logits at 0 simulations.
       root_belief: ``[B, K]`` search belief at the root (curiosity), else ``None``.
+      root_proven: ``[B]`` bool, the root's result is exact (curiosity), else ``None``.
       child_beliefs: ``[B, A, K]`` root children's beliefs (curiosity), else ``None``.
       child_belief_mask: ``[B, A]`` bool, expanded root children, else ``None``.
+      child_proven: ``[B, A]`` bool, root children with an exact result (curiosity),
+        else ``None``.
       root_qvalues: ``[B, A]`` float32, the searched value ``Q(s, a)`` of each root
         action from the root mover's view, the root value where unvisited (the raw
         network value everywhere at 0 simulations).
@@ -97,8 +100,10 @@ class SearchResult:
     network_value: jax.Array
     visit_distribution: jax.Array
     root_belief: jax.Array | None = None
+    root_proven: jax.Array | None = None
     child_beliefs: jax.Array | None = None
     child_belief_mask: jax.Array | None = None
+    child_proven: jax.Array | None = None
     root_qvalues: jax.Array | None = None
     regret_rank: jax.Array | None = None
     regret_value: jax.Array | None = None
@@ -136,7 +141,7 @@ def root_from_output(
     prior_logits = masked_logits(output.policy_logits, states.legal_action_mask)
     value = output.value.astype(jnp.float32)
     if beliefs:
-        from curiosity_search.search.curiosity import BeliefRootFnOutput
+        from curiosity_search.curiosity import BeliefRootFnOutput
 
         return BeliefRootFnOutput(
             prior_logits=prior_logits,
@@ -184,7 +189,7 @@ def make_recurrent_fn(
             value=jnp.where(terminated, 0.0, output.value).astype(jnp.float32),
         )
         if beliefs:
-            from curiosity_search.search.curiosity import BeliefRecurrentFnOutput
+            from curiosity_search.curiosity import BeliefRecurrentFnOutput
 
             recurrent_output = BeliefRecurrentFnOutput(
                 **fields,
@@ -244,16 +249,18 @@ def make_policy(search_cfg: Any, *, self_play: bool) -> Callable[..., Any]:
             w_a=search_cfg.w_a,
         )
     if rule == "curiosity":
-        from curiosity_search.search.curiosity import curiosity_policy
+        from curiosity_search.curiosity import CuriosityOptions, curiosity_policy
 
         return functools.partial(
             curiosity_policy,
             max_depth=max_depth,
             kappa=search_cfg.kappa,
-            grid_size=search_cfg.grid_size,
-            belief_summary=search_cfg.belief_summary,
-            pbest_method=search_cfg.pbest_method,
             temperature=1.0 if self_play else 0.0,
+            options=CuriosityOptions(
+                grid_size=search_cfg.grid_size,
+                pbest_method=search_cfg.pbest_method,
+                belief_summary=search_cfg.belief_summary,
+            ),
         )
     raise ValueError(f"unknown search rule {rule!r}")
 
@@ -369,8 +376,10 @@ def search_result(
         network_value=network_value.astype(jnp.float32),
         visit_distribution=visits,
         root_belief=getattr(output, "root_belief", None),
+        root_proven=getattr(output, "root_proven", None),
         child_beliefs=getattr(output, "child_beliefs", None),
         child_belief_mask=getattr(output, "child_belief_mask", None),
+        child_proven=getattr(output, "child_proven", None),
         root_qvalues=root_qvalues(tree, root_value),
         regret_rank=network_output.regret_rank,
         regret_value=network_output.regret_value,

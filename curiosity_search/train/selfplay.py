@@ -85,6 +85,8 @@ class SelfPlay:
       action_rule: ``"weights"`` (sample, then argmax of action_weights) or ``"policy"``.
       control: the search-control strategy (``restarts``), where new games start.
       regrets: record regret targets (``V_selected``, then ``R`` when the game ends).
+      outcomes: record each position's game outcome besides its value target
+        (``Positions.outcome``, for curiosity's outcome auxiliary loss).
     """
 
     env: Any
@@ -100,6 +102,7 @@ class SelfPlay:
     action_rule: str = "weights"
     control: Any = NoControl()
     regrets: bool = False
+    outcomes: bool = False
 
     def open_games(self, key: jax.Array, states: Any, ply: jax.Array, fresh: jax.Array) -> tuple:
         """Plays the random openings of the games marked ``fresh [B]``.
@@ -175,6 +178,7 @@ class SelfPlay:
             value_kind=self.value_target,
             action_beliefs=self.action_beliefs,
             regrets=self.regrets,
+            outcomes=self.outcomes,
         )
 
     def move(

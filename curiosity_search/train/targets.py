@@ -13,8 +13,12 @@ Value targets (``train.value_target``):
     in when the game ends (``label_outcomes``). A game cut at ``max_game_length``
     counts as a draw, ``z = 0``.
   - ``search_value``: the root search value, fixed when the position is searched.
-  - ``search_belief``: the root search belief (Dirichlet concentrations, curiosity);
-    ``value_target`` then still holds the root value, for metrics.
+  - ``search_belief``: the root search belief (Dirichlet concentrations, curiosity),
+    flagged exact (``belief_target_proven``) when the search proved the root;
+    ``value_target`` then still holds the root value, for metrics. The root children's
+    beliefs and proofs are the action-value targets.
+  The game outcome can also be recorded on its own (``Positions.outcome``), for a loss
+  that uses it besides the value target (curiosity's outcome auxiliary).
 
 Every position goes through the same path: recorded in its game's trajectory when
 searched, written to the replay when its game ends (so ``search_value`` targets also
@@ -63,6 +67,7 @@ def record_positions(
     value_kind: str,
     action_beliefs: bool,
     regrets: bool = False,
+    outcomes: bool = False,
 ) -> Positions:
     """The ``[B]`` positions just searched, with every target known at search time.
 
@@ -76,6 +81,7 @@ def record_positions(
       action_beliefs: whether to record the root children's beliefs (static).
       regrets: record ``V_selected``, the searched value of the move played, in
         ``regret_target`` (static; ``label_regrets`` turns it into the regret).
+      outcomes: record ``outcome`` (0 until ``label_outcomes`` fills it), static.
     """
     if value_kind not in VALUE_TARGETS:
         raise ValueError(f"unknown value target {value_kind!r}; expected one of {VALUE_TARGETS}")
@@ -92,12 +98,22 @@ def record_positions(
             jnp.zeros(batch_shape, jnp.float32) if value_kind == "outcome" else result.root_value
         ),
         belief_target=result.root_belief if value_kind == "search_belief" else None,
+        belief_target_proven=(_flags(result.root_proven, batch_shape)
+                              if value_kind == "search_belief" else None),
         action_belief_target=result.child_beliefs if action_beliefs else None,
         action_belief_mask=result.child_belief_mask if action_beliefs else None,
+        action_belief_proven=(_flags(result.child_proven, states.legal_action_mask.shape)
+                              if action_beliefs else None),
         player=states.current_player.astype(jnp.int32),
         valid=jnp.ones(batch_shape, bool),
         regret_target=selected_value(result, action) if regrets else None,
+        outcome=jnp.zeros(batch_shape, jnp.float32) if outcomes else None,
     )
+
+
+def _flags(flags: jax.Array | None, shape: tuple[int, ...]) -> jax.Array:
+    """``flags`` as bool, or all False when the search has no proofs."""
+    return jnp.zeros(shape, bool) if flags is None else flags.astype(bool)
 
 
 def selected_value(result: SearchResult, action: jax.Array) -> jax.Array:
@@ -137,12 +153,16 @@ def label_outcomes(
 
     Returns:
       The trajectory with ``value_target[b, t] = final_rewards[b, player[b, t]]`` when
-      ``value_kind == "outcome"``, unchanged otherwise.
+      ``value_kind == "outcome"``, and ``outcome`` set the same way when recorded.
     """
-    if value_kind != "outcome":
+    if value_kind != "outcome" and trajectory.outcome is None:
         return trajectory
-    z = jnp.take_along_axis(final_rewards, trajectory.player, axis=1)  # [B, T]
-    return trajectory.replace(value_target=z.astype(jnp.float32))
+    z = jnp.take_along_axis(final_rewards, trajectory.player, axis=1).astype(jnp.float32)
+    if trajectory.outcome is not None:
+        trajectory = trajectory.replace(outcome=z)
+    if value_kind == "outcome":
+        trajectory = trajectory.replace(value_target=z)
+    return trajectory
 
 
 def outcome_probabilities(value: jax.Array, num_outcomes: int) -> jax.Array:

@@ -398,6 +398,7 @@ def build_trainer(
         action_rule="policy" if rule == "gumbel" and cfg.search.num_simulations > 0 else "weights",
         control=make_search_control(cfg.search_control, max_game_length, tree_candidates),
         regrets=bool(getattr(cfg.network, "regret_heads", False)),
+        outcomes=train.outcome_loss_weight > 0 and train.value_target != "outcome",
     )
     return Trainer(
         cfg=cfg,

@@ -1,0 +1,49 @@
+"""Curiosity-driven tree search (seeds/002): beliefs, P(a is best), backups, the policy.
+
+Files (one concept each):
+
+- ``beliefs``: Beta / Dirichlet algebra (mean score, perspective flip, the
+  pseudo-Bayesian blend, mixture summaries, KL and entropy in bits, exact results,
+  drawing an arm from a cumulative distribution);
+- ``best_arm``: P(a is best) on a shared grid, ``fast`` and ``accurate``, with exact
+  (proven) arms; ``score_cdf``: the per-arm score CDFs under ``accurate``;
+- ``nodes``: ``CuriosityOptions``, the model outputs with beliefs, the per-node extras,
+  the minimax proof rule, the lazy prior fill;
+- ``backup``: the level-wise batched backup (beliefs, selection caches, proofs);
+- ``compaction``: batched work on the active rows only;
+- ``policy``: selection and ``curiosity_policy``, which plugs it all into the generic
+  kernel (``curiosity_search.search.search``).
+"""
+
+from curiosity_search.curiosity.best_arm import PBEST_METHODS, best_arm_probability
+from curiosity_search.curiosity.nodes import (
+    BELIEF_SUMMARIES,
+    ILLEGAL_LOGIT,
+    BeliefRecurrentFnOutput,
+    BeliefRootFnOutput,
+    CuriosityExtras,
+    CuriosityOptions,
+    prove,
+)
+from curiosity_search.curiosity.policy import (
+    CuriosityPolicyOutput,
+    children_beliefs,
+    curiosity_policy,
+    curiosity_selection,
+)
+
+__all__ = [
+    "BELIEF_SUMMARIES",
+    "ILLEGAL_LOGIT",
+    "PBEST_METHODS",
+    "BeliefRecurrentFnOutput",
+    "BeliefRootFnOutput",
+    "CuriosityExtras",
+    "CuriosityOptions",
+    "CuriosityPolicyOutput",
+    "best_arm_probability",
+    "children_beliefs",
+    "curiosity_policy",
+    "curiosity_selection",
+    "prove",
+]
