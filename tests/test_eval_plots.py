@@ -31,6 +31,7 @@ def _fake_run(root: Path, board: int, algorithm: str, seed: int, rng) -> None:
                 "train_flops": flops,
                 "wall_time_s": 10.0 * it,
                 "train/policy_entropy_bits": 3.0 / it,
+                "train/policy_target_entropy_bits": 2.0 / it,
                 "train/value_entropy_bits": -it,
             }
         )
@@ -82,7 +83,8 @@ def test_plots_write_every_figure_and_table(sweep_dir: Path, tmp_path: Path) -> 
     out = tmp_path / "figures"
     paths = make_plots([sweep_dir], out)
     names = {p.name for p in paths}
-    for stem in ("win_rate_vs_flops", "curiosity_vs_gumbel", "entropy_vs_flops", "elo_vs_compute"):
+    for stem in ("win_rate_vs_flops", "curiosity_vs_gumbel", "entropy_vs_flops",
+                 "prediction_entropy_vs_flops", "elo_vs_compute"):
         assert f"{stem}.png" in names and f"{stem}.csv" in names
         assert (out / f"{stem}.png").stat().st_size > 5000
     assert "frontier_fit.csv" in names
@@ -90,6 +92,14 @@ def test_plots_write_every_figure_and_table(sweep_dir: Path, tmp_path: Path) -> 
         curves = list(csv.DictReader(handle))
     # 2 boards x 2 algorithms x 2 roles x 5 iterations, seeds pooled.
     assert len(curves) == 40 and {c["runs"] for c in curves} == {"2"}
+    # The blog's Figure 13: the policy target's entropy alone; the rest in a second figure.
+    with open(out / "entropy_vs_flops.csv") as handle:
+        target = list(csv.DictReader(handle))
+    assert {r["metric"] for r in target} == {"train/policy_target_entropy_bits"}
+    assert float(target[0]["entropy_bits"]) == pytest.approx(2.0)  # iteration 1, seeds pooled
+    with open(out / "prediction_entropy_vs_flops.csv") as handle:
+        other = {r["metric"] for r in csv.DictReader(handle)}
+    assert other == {"train/policy_entropy_bits", "train/value_entropy_bits"}
     with open(out / "elo_vs_compute.csv") as handle:
         elo = list(csv.DictReader(handle))
     assert all(float(r["elo"]) < 200 for r in elo)  # anchored at the solver, nobody beats it

@@ -9,8 +9,9 @@ writes a PNG and a CSV per figure:
   swap rule perfect play scores 0.5, the dotted ceiling.
 - ``curiosity_vs_gumbel``: the same data, one panel per board size, one curve per
   algorithm (matched boards).
-- ``entropy_vs_flops``: prediction entropy (bits) of the policy (and value belief)
-  vs training FLOPs.
+- ``entropy_vs_flops``: the categorical entropy (bits) of the policy target vs training
+  FLOPs (the curiosity blog's Figure 13); ``prediction_entropy_vs_flops``: the network
+  policy's entropy and the value belief's differential entropy (bits).
 - ``elo_vs_compute``: Elo (Bradley-Terry over all evaluation games of a board size,
   anchored at the reference, 0 = perfect play where it is the solver) vs training FLOPs,
   with the frontier fit ``elo = min(0, max(incline, plateau))`` in log-compute per
@@ -176,9 +177,32 @@ def _score_figure(
     plt.close(fig)
 
 
+POLICY_TARGET_ENTROPY = "policy_target_entropy_bits"  # the blog's Figure 13
+
+
 def entropy_figure(plt: Any, metric_rows: list[dict], out: Path) -> list[dict]:
-    """Prediction entropy (bits) vs compute; returns the table it plots."""
+    """Entropy figures vs compute; returns the rows of both tables.
+
+    ``entropy_vs_flops``: the categorical entropy (bits) of the policy target, as the
+    curiosity blog's Figure 13 plots it. ``prediction_entropy_vs_flops``: every other
+    ``*entropy_bits`` metric, each in its own panel (the network policy's categorical
+    entropy; the value belief's *differential* entropy, which can be negative).
+    """
     keys = sorted({k for r in metric_rows for k in r if k.endswith("entropy_bits")})
+    target_keys = [k for k in keys if k.split("/")[-1] == POLICY_TARGET_ENTROPY]
+    other_keys = [k for k in keys if k not in target_keys]
+    target = _entropy_panels(plt, metric_rows, target_keys,
+                             "Entropy of the policy target vs training compute",
+                             out, "entropy_vs_flops")
+    other = _entropy_panels(plt, metric_rows, other_keys,
+                            "Prediction entropy vs training compute (value: differential)",
+                            out, "prediction_entropy_vs_flops")
+    return target + other
+
+
+def _entropy_panels(plt: Any, metric_rows: list[dict], keys: list[str], title: str,
+                    out: Path, stem: str) -> list[dict]:
+    """One panel per metric key, one curve per (algorithm, board); writes PNG + CSV."""
     x_key, x_label = x_axis(metric_rows)
     table = []
     for key in keys:
@@ -228,11 +252,11 @@ def entropy_figure(plt: Any, metric_rows: list[dict], out: Path) -> list[dict]:
         ax.grid(True, alpha=0.3)
         if series:
             ax.legend(fontsize=7)
-    fig.suptitle("Prediction entropy vs training compute")
+    fig.suptitle(title)
     fig.tight_layout()
-    fig.savefig(out / "entropy_vs_flops.png", dpi=120)
+    fig.savefig(out / f"{stem}.png", dpi=120)
     plt.close(fig)
-    write_csv_atomically(out / "entropy_vs_flops.csv", table or [{"metric": ""}])
+    write_csv_atomically(out / f"{stem}.csv", table or [{"metric": ""}])
     return table
 
 
