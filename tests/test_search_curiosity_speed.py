@@ -54,6 +54,26 @@ def test_compacted_map_runs_fn_on_the_chosen_slots_only():
         assert calls == ([] if rows is None else [rows])
 
 
+def test_compacted_map_never_shows_fn_an_inactive_row():
+    # Inactive rows hold garbage (NaN here; an unexpanded node's zeros in a search, which
+    # sent the fast P(best) to its accurate fallback for the whole batch): fn must only
+    # ever see active rows, in the full-batch branch and in padded slots alike.
+    seen_nan = []
+
+    def fn(x):
+        jax.debug.callback(lambda bad: seen_nan.append(bool(bad)), jnp.any(jnp.isnan(x)))
+        return 2.0 * x
+
+    x = jnp.where(jnp.arange(8) < 5, jnp.arange(8.0), jnp.nan)  # rows 5-7 garbage
+    mapped = jax.jit(lambda a: compacted_map(fn, a, x, slots=(2, 4)))
+    for count in (1, 3, 5):  # padded 2-slot and 4-slot branches, then the full batch
+        active = np.arange(8) < count
+        out = np.asarray(mapped(jnp.asarray(active)))
+        np.testing.assert_allclose(out[active], 2.0 * np.asarray(x)[active])
+        assert np.all(out[~active] == 0.0)
+    assert seen_nan and not any(seen_nan)
+
+
 @pytest.mark.parametrize("pbest_method", ["accurate", "fast"])
 def test_compacted_search_equals_full_batch_search(pbest_method):
     # Compaction changes which rows P(best) runs on, never its values: the trees match.

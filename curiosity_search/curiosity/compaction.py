@@ -66,8 +66,14 @@ def compacted_map(
     batch_size = active.shape[0]
     sizes = sorted({int(s) for s in slots if 1 <= int(s) < batch_size})
 
+    # Rows that are not active hold whatever the caller had there (an unexpanded node's
+    # zeros, say), which can send ``fn`` down a costly path for nothing; every row that
+    # is computed and thrown away is a copy of the first active row instead.
+    first_active = jnp.argmax(active)
+
     def full() -> Any:
-        out = fn(*rows)
+        index = jnp.where(active, jnp.arange(batch_size), first_active)
+        out = fn(*[jax.tree.map(lambda x: jnp.take(x, index, axis=0), r) for r in rows])
         return jax.tree.map(
             lambda o: jnp.where(active.reshape((-1,) + (1,) * (o.ndim - 1)), o,
                                 jnp.asarray(fill, o.dtype)),
@@ -76,12 +82,11 @@ def compacted_map(
 
     def on_slots(size: int) -> Callable[[], Any]:
         def run() -> Any:
-            # Active row indices first; unused slots point past the batch: the gather
-            # clamps them (they compute a throwaway copy of the last row) and the
-            # scatter drops them.
+            # Active row indices first; unused slots point past the batch: they
+            # compute a throwaway copy of the first active row and the scatter drops them.
             index = jnp.nonzero(active, size=size, fill_value=batch_size)[0]  # [S]
-            gathered = [jax.tree.map(lambda x: jnp.take(x, index, axis=0, mode="clip"), r)
-                        for r in rows]
+            source = jnp.where(index < batch_size, index, first_active)
+            gathered = [jax.tree.map(lambda x: jnp.take(x, source, axis=0), r) for r in rows]
             out = fn(*gathered)
             return jax.tree.map(
                 lambda o: jnp.full((batch_size,) + o.shape[1:], fill, o.dtype)
