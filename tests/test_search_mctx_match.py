@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from curiosity_search.search import gumbel_policy, puct_policy, tree_nbytes
-from curiosity_search.search.stubs import HashModel
+from curiosity_search.testing.stubs import HashModel
 
 NUM_ACTIONS = 6
 BATCH = 6

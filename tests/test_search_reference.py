@@ -7,9 +7,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from curiosity_search.search import exit_policy, gumbel_policy, puct_policy, reference
+from curiosity_search.search import exit_policy, gumbel_policy, puct_policy
 from curiosity_search.search.seq_halving import considered_visit_sequence
-from curiosity_search.search.stubs import HashModel
+from curiosity_search.testing import search_reference as reference
+from curiosity_search.testing.stubs import HashModel
 
 NUM_ACTIONS = 5
 BATCH = 4

@@ -17,7 +17,7 @@ from curiosity_search.search import (
     search,
     walk_to_root,
 )
-from curiosity_search.search.stubs import BanditModel
+from curiosity_search.testing.stubs import BanditModel
 
 MEANS = (0.2, 0.8, 0.5, 0.1)
 BEST = 1

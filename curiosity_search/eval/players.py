@@ -34,7 +34,7 @@ import jax
 import jax.numpy as jnp
 import mctx
 
-from curiosity_search.search.rollouts import default_max_steps, random_rollout, uniform_legal
+from curiosity_search.envs.rollouts import default_max_steps, random_rollout, uniform_legal
 
 Array = jax.Array
 ActFn = Callable[[Array, Any], Array]

@@ -8,8 +8,10 @@ Files (one concept each):
 - the rules: ``action_selection`` (PUCT MuZero/AlphaGo, UCT-P-NN, Gumbel
   root/interior), ``qtransforms``, ``seq_halving``, ``policies`` (``puct_policy``,
   ``gumbel_policy``, ``exit_policy``);
-- checks and tools: ``reference`` (a slow plain-Python search for tests), ``stubs``
-  (models with known answers), ``rollouts``, ``bench``.
+- tools: ``bench`` (kernel timings).
+
+Test aids (stub models with known answers, the slow plain-Python reference search)
+live in ``curiosity_search.testing``; random rollouts in ``curiosity_search.envs``.
 
 Curiosity-driven search is a rule built on these hooks; it lives in its own package,
 ``curiosity_search.curiosity``.

@@ -41,7 +41,7 @@ from curiosity_search.curiosity import (
     BeliefRootFnOutput,
     best_arm_probability,
 )
-from curiosity_search.search.stubs import hash_jnp, hash_np
+from curiosity_search.testing.stubs import hash_jnp, hash_np
 
 Noise = Callable[[int, int], float]  # (simulation, depth) -> one uniform in [0, 1)
 

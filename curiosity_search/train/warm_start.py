@@ -9,7 +9,7 @@ compiled iteration serves the whole run::
 
 ``use_rollouts`` is a ``[]`` bool (``lax.cond``: only the chosen branch runs). With it
 set, every expanded node gets a uniform prior over its legal moves and the outcome of
-one random playout (``search.rollouts``) as its value; the root too. The network is
+one random playout (``envs.rollouts``) as its value; the root too. The network is
 still evaluated once at the root, for ``network_value`` and the regret heads.
 The trainer passes ``use_rollouts = iterations < train.warm_start_iterations``, and
 its traced ``hyperparams`` (the rule's floats, ``hyperparams.search_overrides``;
@@ -25,7 +25,7 @@ import jax.numpy as jnp
 import mctx
 from flax import struct
 
-from curiosity_search.search.rollouts import batched_rollout
+from curiosity_search.envs.rollouts import batched_rollout
 from curiosity_search.train.hyperparams import Hyperparameters, search_overrides
 from curiosity_search.train.search_fns import (
     SearchFn,
