@@ -4,6 +4,9 @@ An algorithm name fixes a family of settings (selection rule, policy target, val
 head...). Fields a bundle owns default to ``None`` in the schema; ``None`` takes the
 bundle's value, an explicit value must be one the bundle allows. The table is
 declarative: ``BUNDLES[algorithm][key path] = (default, allowed or None for any)``.
+``search.rule``'s allowed values come from the rule registry: the rules whose
+``SearchRule.algorithms`` name the algorithm (``rules.RULES``), so a registered rule
+trains under the algorithm it names (AlphaZero's recipe unless it says otherwise).
 """
 
 from __future__ import annotations
@@ -14,13 +17,15 @@ from typing import Any
 
 from curiosity_search.config.fields import ConfigError, show
 from curiosity_search.config.schema import Config
+from curiosity_search.rules import RULES
 
 _ANY = None
+_REGISTERED = "registered"  # search.rule: the rules registered for the algorithm
 _BELIEF_HEADS = ("beta", "dirichlet")
 
-BUNDLES: dict[str, dict[str, tuple[Any, tuple[Any, ...] | None]]] = {
+BUNDLES: dict[str, dict[str, tuple[Any, tuple[Any, ...] | str | None]]] = {
     "alphazero": {
-        "search.rule": ("puct", ("puct",)),
+        "search.rule": ("puct", _REGISTERED),
         "search.num_simulations": (16, _ANY),
         "train.policy_target": ("visits", ("visits", "chosen_action")),
         "train.value_target": ("outcome", _ANY),
@@ -28,7 +33,7 @@ BUNDLES: dict[str, dict[str, tuple[Any, tuple[Any, ...] | None]]] = {
         "network.action_values": (False, _ANY),
     },
     "gumbel": {
-        "search.rule": ("gumbel", ("gumbel",)),
+        "search.rule": ("gumbel", _REGISTERED),
         "search.num_simulations": (16, _ANY),
         "train.policy_target": ("improved", ("improved", "visits", "chosen_action")),
         "train.value_target": ("outcome", _ANY),
@@ -36,7 +41,7 @@ BUNDLES: dict[str, dict[str, tuple[Any, tuple[Any, ...] | None]]] = {
         "network.action_values": (False, _ANY),
     },
     "curiosity": {
-        "search.rule": ("curiosity", ("curiosity",)),
+        "search.rule": ("curiosity", _REGISTERED),
         "search.num_simulations": (16, _ANY),
         "train.policy_target": ("pbest", ("pbest", "visits", "chosen_action")),
         "train.value_target": ("search_belief", _ANY),
@@ -44,7 +49,7 @@ BUNDLES: dict[str, dict[str, tuple[Any, tuple[Any, ...] | None]]] = {
         "network.action_values": (True, (True,)),
     },
     "exit": {
-        "search.rule": ("uct_p_nn", ("uct_p_nn",)),
+        "search.rule": ("uct_p_nn", _REGISTERED),
         "search.num_simulations": (16, _ANY),
         "train.policy_target": ("visits", ("visits", "chosen_action")),
         "train.value_target": ("outcome", _ANY),
@@ -78,10 +83,17 @@ def replace_path(cfg: Any, path: str, value: Any) -> Any:
     return dataclasses.replace(cfg, **{head: replace_path(getattr(cfg, head), rest, value)})
 
 
+def rules_for_algorithm(algorithm: str) -> tuple[str, ...]:
+    """The registered search rules that ``algorithm`` may train with."""
+    return tuple(name for name, rule in RULES.items() if algorithm in rule.algorithms)
+
+
 def resolve_algorithm_defaults(cfg: Config) -> Config:
     """Fills bundle-owned ``None`` fields and rejects values the algorithm contradicts."""
     bundle = BUNDLES[cfg.algorithm]
     for path, (default, allowed) in bundle.items():
+        if allowed == _REGISTERED:
+            allowed = rules_for_algorithm(cfg.algorithm)
         value = get_path(cfg, path)
         if value is None:
             cfg = replace_path(cfg, path, default)
@@ -131,21 +143,25 @@ def _check_search(cfg: Config) -> None:
                 f"search.num_simulations: {search.num_simulations} is not a positive integer "
                 f"(algorithm {cfg.algorithm} searches; only reinforce runs with 0)"
             )
-    if search.rule == "curiosity" and cfg.network.value_head not in _BELIEF_HEADS:
+    rule = RULES.get(search.rule)
+    if rule is not None and rule.beliefs and cfg.network.value_head not in _BELIEF_HEADS:
         raise ConfigError(
             f"network.value_head: {show(cfg.network.value_head)} cannot drive search.rule "
-            f"curiosity (allowed: {', '.join(_BELIEF_HEADS)})"
+            f"{search.rule} (allowed: {', '.join(_BELIEF_HEADS)})"
         )
 
 
 def _check_targets(cfg: Config) -> None:
     train = cfg.train
-    needs_rule = {"improved": "gumbel", "pbest": "curiosity"}
-    rule = needs_rule.get(train.policy_target or "")
-    if rule is not None and cfg.search.rule != rule:
+    rule = RULES.get(cfg.search.rule)
+    if rule is not None and train.policy_target is not None and (
+        train.policy_target not in rule.policy_targets
+    ):
+        supporting = [name for name, other in RULES.items()
+                      if train.policy_target in other.policy_targets]
         raise ConfigError(
-            f"train.policy_target: '{train.policy_target}' needs search.rule {rule} "
-            f"(search.rule is {show(cfg.search.rule)})"
+            f"train.policy_target: '{train.policy_target}' needs search.rule "
+            f"{' or '.join(supporting)} (search.rule is {show(cfg.search.rule)})"
         )
     if train.value_target == "search_belief" and cfg.network.value_head not in _BELIEF_HEADS:
         raise ConfigError(
@@ -187,7 +203,8 @@ def _check_search_control(cfg: Config) -> None:
 def _check_warm_start(cfg: Config) -> None:
     if cfg.train.warm_start_iterations == 0:
         return
-    if cfg.search.num_simulations == 0 or cfg.search.rule == "curiosity":
+    rule = RULES.get(cfg.search.rule)
+    if cfg.search.num_simulations == 0 or (rule is not None and rule.beliefs):
         raise ConfigError(
             f"train.warm_start_iterations: {cfg.train.warm_start_iterations} needs a search "
             f"without beliefs (search.rule {show(cfg.search.rule)}, num_simulations "

@@ -82,6 +82,12 @@ def choice(default: Any, *choices: Any, doc: str = "") -> Any:
     return dataclasses.field(default=default, metadata={"choices": tuple(choices), "doc": doc})
 
 
+def registered(default: Any, registry: Mapping[str, Any], doc: str = "") -> Any:
+    """A name that must be a key of ``registry`` when the config is checked (a live view:
+    a name registered after the schema was defined is accepted too)."""
+    return dataclasses.field(default=default, metadata={"choices": registry.keys(), "doc": doc})
+
+
 def doc(default: Any, text: str) -> Any:
     """A field with no range or choices beyond its type, plus a one-line description."""
     return dataclasses.field(default=default, metadata={"doc": text})

@@ -21,8 +21,10 @@ from curiosity_search.config.fields import (
     non_negative,
     positive,
     probability,
+    registered,
     section,
 )
+from curiosity_search.rules import RULES
 
 Algorithm = Literal["alphazero", "gumbel", "curiosity", "exit", "reinforce"]
 # Two-player, perfect-information pgx games (extend when ``envs.make`` learns more).
@@ -38,7 +40,6 @@ EnvName = Literal[
     "shogi",
     "animal_shogi",
 ]
-Rule = Literal["puct", "gumbel", "curiosity", "uct_p_nn"]
 ValueHead = Literal["scalar", "beta", "dirichlet"]
 PolicyTarget = Literal["visits", "chosen_action", "improved", "pbest"]
 ValueTarget = Literal["outcome", "search_value", "search_belief"]
@@ -78,7 +79,9 @@ class NetworkConfig:
 class SearchConfig:
     """Tree search: the selection rule and its constants."""
 
-    rule: Rule | None = doc(None, "bundle: the algorithm's selection rule")
+    rule: str | None = registered(
+        None, RULES, "bundle: the algorithm's selection rule (a key of rules.RULES)"
+    )
     # Range checked with the bundle: >= 1, or exactly 0 for reinforce.
     num_simulations: int | None = doc(None, "bundle: 16, or 0 for reinforce")
     eval_num_simulations: int = non_negative(32, "simulations when evaluating")

@@ -37,6 +37,7 @@ from curiosity_search.eval.explain_figure import (
     belief_score_moments,
     draw_explain_figure,
 )
+from curiosity_search.rules import get_rule
 
 DEFAULT_OUT = Path("explain.png")
 
@@ -157,6 +158,8 @@ def gather(
     visits = np.rint(np.asarray(result.visit_distribution[0], np.float64) * num_simulations)
     target = np.asarray(policy_target(kind, result, result.action.at[0].set(chosen))[0])
     curiosity = num_simulations > 0 and result.child_beliefs is not None
+    # The rule's action weights are P(best) when it offers them as the pbest target.
+    weights_are_pbest = "pbest" in get_rule(cfg.search.rule).policy_targets
     mean = std = None
     if curiosity:
         mean, std = belief_score_moments(np.asarray(result.child_beliefs[0]))  # [A] each
@@ -167,7 +170,7 @@ def gather(
         visits=visits,
         policy_target=target,
         q_values=q,
-        pbest=weights if curiosity and cfg.search.rule == "curiosity" else None,
+        pbest=weights if curiosity and weights_are_pbest else None,
         belief_mean=mean,
         belief_std=std,
         belief_expanded=np.asarray(result.child_belief_mask[0]) if curiosity else None,

@@ -85,7 +85,6 @@ def root_prior_with_noise(
 def _visit_count_policy(
     rng_key: chex.PRNGKey,
     params: Params,
-    search_key: chex.PRNGKey,
     root: RootFnOutput,
     recurrent_fn: RecurrentFn,
     num_simulations: int,
@@ -96,7 +95,21 @@ def _visit_count_policy(
     tie_break: str,
     temperature: chex.Numeric,
     backup_fn: BackupFn | None,
+    dirichlet_fraction: chex.Numeric,
+    dirichlet_alpha: chex.Numeric,
 ) -> PolicyOutput:
+    """The shared body of ``puct_policy`` and ``exit_policy``: root noise, the search
+    with ``rule`` at every node, an action sampled from the visit counts."""
+    rng_key, dirichlet_key, search_key = jax.random.split(rng_key, 3)
+    root = root.replace(
+        prior_logits=root_prior_with_noise(
+            dirichlet_key,
+            root.prior_logits,
+            invalid_actions,
+            dirichlet_fraction=dirichlet_fraction,
+            dirichlet_alpha=dirichlet_alpha,
+        )
+    )
     tree = search_lib.search(
         params,
         search_key,
@@ -155,16 +168,6 @@ def puct_policy(
       ``PolicyOutput``: action ``[B]`` sampled from visit counts ** (1 / temperature),
       action_weights ``[B, A]`` the root visit distribution, search_tree.
     """
-    rng_key, dirichlet_key, search_key = jax.random.split(rng_key, 3)
-    root = root.replace(
-        prior_logits=root_prior_with_noise(
-            dirichlet_key,
-            root.prior_logits,
-            invalid_actions,
-            dirichlet_fraction=dirichlet_fraction,
-            dirichlet_alpha=dirichlet_alpha,
-        )
-    )
     if formula == "muzero":
         rule = functools.partial(
             action_selection.muzero_puct_selection,
@@ -183,8 +186,8 @@ def puct_policy(
     else:
         raise ValueError(f"formula must be 'muzero' or 'alphago', got {formula!r}")
     return _visit_count_policy(
-        rng_key, params, search_key, root, recurrent_fn, num_simulations, invalid_actions,
-        max_depth, loop_fn, rule, tie_break, temperature, backup_fn,
+        rng_key, params, root, recurrent_fn, num_simulations, invalid_actions, max_depth,
+        loop_fn, rule, tie_break, temperature, backup_fn, dirichlet_fraction, dirichlet_alpha,
     )
 
 
@@ -215,16 +218,6 @@ def exit_policy(
     noise by default. action_weights ``[B, A]`` are the root visit distribution (the
     tree-policy target, TPT).
     """
-    rng_key, dirichlet_key, search_key = jax.random.split(rng_key, 3)
-    root = root.replace(
-        prior_logits=root_prior_with_noise(
-            dirichlet_key,
-            root.prior_logits,
-            invalid_actions,
-            dirichlet_fraction=dirichlet_fraction,
-            dirichlet_alpha=dirichlet_alpha,
-        )
-    )
     rule = functools.partial(
         action_selection.uct_p_nn_selection,
         c_b=c_b,
@@ -233,8 +226,8 @@ def exit_policy(
         tie_break=tie_break,
     )
     return _visit_count_policy(
-        rng_key, params, search_key, root, recurrent_fn, num_simulations, invalid_actions,
-        max_depth, loop_fn, rule, tie_break, temperature, backup_fn,
+        rng_key, params, root, recurrent_fn, num_simulations, invalid_actions, max_depth,
+        loop_fn, rule, tie_break, temperature, backup_fn, dirichlet_fraction, dirichlet_alpha,
     )
 
 

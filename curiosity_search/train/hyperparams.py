@@ -32,18 +32,23 @@ here does not break old checkpoints.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 from flax import struct
 
+from curiosity_search.rules import get_rule
 from curiosity_search.train.state import TrainState
 
 
 @struct.dataclass
 class Hyperparameters:
     """Traced float hyperparameters (every field a ``[]`` float32 array).
+
+    Every field but ``learning_rate`` is the ``search`` config field of its name; a
+    rule's ``SearchRule.traced`` says which of them its policy takes.
 
     Attributes:
       learning_rate: ``[]`` the optimizer schedule's peak (``optimizer.learning_rate``).
@@ -67,46 +72,37 @@ class Hyperparameters:
 
 
 def hyperparameters_from_config(cfg: Any) -> Hyperparameters:
-    """The config's values as ``[]`` float32 arrays (``cfg.optimizer``, ``cfg.search``)."""
+    """The config's values as ``[]`` float32 arrays: ``learning_rate`` from
+    ``cfg.optimizer``, every other field from the ``cfg.search`` field of its name."""
 
     def scalar(value: float) -> jax.Array:
         return jnp.asarray(value, jnp.float32)
 
-    return Hyperparameters(
-        learning_rate=scalar(cfg.optimizer.learning_rate),
-        kappa=scalar(cfg.search.kappa),
-        c_puct=scalar(cfg.search.c_puct),
-        pb_c_init=scalar(cfg.search.pb_c_init),
-        c_visit=scalar(cfg.search.c_visit),
-        c_scale=scalar(cfg.search.c_scale),
-        uct_c=scalar(cfg.search.uct_c),
-        w_a=scalar(cfg.search.w_a),
-    )
+    search = {
+        field.name: scalar(getattr(cfg.search, field.name))
+        for field in dataclasses.fields(Hyperparameters)
+        if field.name != "learning_rate"
+    }
+    return Hyperparameters(learning_rate=scalar(cfg.optimizer.learning_rate), **search)
 
 
 def search_overrides(rule: str, hyperparams: Hyperparameters | None) -> dict[str, jax.Array]:
     """Keyword arguments that override a search policy's bound constants with traced ones.
 
     Args:
-      rule: the static search rule (``search.rule``).
+      rule: the static search rule (``search.rule``, a key of ``rules.RULES``).
       hyperparams: the traced values, or ``None`` (keep the config's constants).
 
     Returns:
+      ``{policy keyword: hyperparams field}`` for the rule's ``SearchRule.traced``: e.g.
       ``{"kappa": ...}`` for curiosity, ``{"c_puct": ..., "pb_c_init": ...}`` for PUCT
       (the policy uses the one of its form), ``{"c_visit": ..., "c_scale": ...}`` for
       Gumbel, ``{"c_b": uct_c, "w_a": ...}`` for UCT-P-NN (ExIt).
     """
     if hyperparams is None:
         return {}
-    if rule == "curiosity":
-        return {"kappa": hyperparams.kappa}
-    if rule == "puct":
-        return {"c_puct": hyperparams.c_puct, "pb_c_init": hyperparams.pb_c_init}
-    if rule == "gumbel":
-        return {"c_visit": hyperparams.c_visit, "c_scale": hyperparams.c_scale}
-    if rule == "uct_p_nn":
-        return {"c_b": hyperparams.uct_c, "w_a": hyperparams.w_a}
-    return {}
+    traced = get_rule(rule).traced
+    return {keyword: getattr(hyperparams, field) for keyword, field in traced.items()}
 
 
 def with_config_hyperparameters(state: Any, cfg: Any, sharding: Any = None) -> Any:

@@ -42,6 +42,7 @@ from typing import Any
 import jax
 
 from curiosity_search.config import ConfigError
+from curiosity_search.rules import get_rule
 
 FLOAT_BYTES = 4
 OPTIMIZER_MOMENTS = {"adam": 2, "adamw": 2, "muon": 2, "sgd": 1}
@@ -130,7 +131,8 @@ def estimate_memory(cfg: Any) -> MemoryEstimate:
     observation = state.observation
     obs_bytes = tree_bytes(observation)
     actions = int(env.num_actions)
-    curiosity = cfg.search.rule == "curiosity"
+    rule = get_rule(cfg.search.rule)
+    curiosity = rule.beliefs  # belief nodes and the P(best) grid
     outcomes = {"beta": 2, "dirichlet": 3}.get(cfg.network.value_head or "scalar", 1)
     batch, sims = cfg.selfplay.batch_size, cfg.search.num_simulations or 0
 
@@ -147,10 +149,7 @@ def estimate_memory(cfg: Any) -> MemoryEstimate:
 
     selfplay_trees = trees(batch, sims)
     eval_trees = trees(cfg.eval.num_positions, cfg.search.eval_num_simulations)
-    schedule = 0
-    if cfg.search.rule == "gumbel":
-        most = max(sims, cfg.search.eval_num_simulations)
-        schedule = (cfg.search.max_num_considered_actions + 1) * most * FLOAT_BYTES
+    schedule = rule.replicated_bytes(cfg.search, max(sims, cfg.search.eval_num_simulations))
     if cfg.network.trunk == "resnet" and len(observation.shape) >= 3:
         hidden = math.prod(observation.shape[:-1]) * cfg.network.width
     else:

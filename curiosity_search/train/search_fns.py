@@ -23,7 +23,6 @@ nodes are ranked and what it costs per rule.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -32,6 +31,8 @@ import jax.numpy as jnp
 import mctx
 from flax import struct
 
+from curiosity_search.rules import get_rule
+from curiosity_search.search.policies import mask_invalid_actions
 from curiosity_search.train.hyperparams import Hyperparameters, search_overrides
 from curiosity_search.train.tree_candidates import (
     TreeCandidate,
@@ -110,26 +111,6 @@ class SearchResult:
     tree_candidate: TreeCandidate | None = None
 
 
-def masked_logits(logits: jax.Array, legal_action_mask: jax.Array) -> jax.Array:
-    """``[B, A]`` logits shifted to max 0 with illegal actions at the dtype's minimum."""
-    logits = logits - jnp.max(logits, axis=-1, keepdims=True)
-    return jnp.where(legal_action_mask, logits, jnp.finfo(logits.dtype).min)
-
-
-def make_root_fn(network: Any, env: Any, *, beliefs: bool = False) -> Callable[[Any, Any], Any]:
-    """``root_fn(params, states [B]) -> RootFnOutput`` with the state as embedding.
-
-    ``beliefs`` (static): return the curiosity search's ``BeliefRootFnOutput``, adding
-    the network's ``value_belief [B, K]`` and ``action_beliefs [B, A, K]``.
-    """
-    del env
-
-    def root_fn(params: Any, states: Any) -> Any:
-        return root_from_output(network.apply(params, states.observation), states, beliefs)
-
-    return root_fn
-
-
 def root_from_output(
     output: Any, states: Any, beliefs: bool = False, node_extras: bool = False
 ) -> Any:
@@ -138,7 +119,7 @@ def root_from_output(
     ``node_extras`` (static, not with ``beliefs``): a ``RootFnOutputWithExtras`` whose
     extras are the root's ``regret_extras``, so that the tree stores every node's.
     """
-    prior_logits = masked_logits(output.policy_logits, states.legal_action_mask)
+    prior_logits = mask_invalid_actions(output.policy_logits, ~states.legal_action_mask)
     value = output.value.astype(jnp.float32)
     if beliefs:
         from curiosity_search.curiosity import BeliefRootFnOutput
@@ -185,7 +166,9 @@ def make_recurrent_fn(
         fields = dict(
             reward=next_states.rewards[jnp.arange(batch_size), mover].astype(jnp.float32),
             discount=jnp.where(terminated, 0.0, -1.0).astype(jnp.float32),
-            prior_logits=masked_logits(output.policy_logits, next_states.legal_action_mask),
+            prior_logits=mask_invalid_actions(
+                output.policy_logits, ~next_states.legal_action_mask
+            ),
             value=jnp.where(terminated, 0.0, output.value).astype(jnp.float32),
         )
         if beliefs:
@@ -212,57 +195,13 @@ def make_recurrent_fn(
 def make_policy(search_cfg: Any, *, self_play: bool) -> Callable[..., Any]:
     """The search policy for ``search_cfg.rule`` with its hyperparameters bound.
 
-    Self-play adds exploration (PUCT root Dirichlet noise, Gumbel noise); evaluation
+    The rule's registry entry builds it (``rules.SearchRule.make_policy``). Self-play
+    adds exploration (PUCT root Dirichlet noise, Gumbel noise); evaluation
     (``self_play=False``) turns it off so that agents are deterministic. The bound
     floats are defaults: a caller passing ``**search_overrides(rule, hyperparams)``
-    replaces the rule's ones by traced values.
+    replaces the rule's traced ones (``SearchRule.traced``) by traced values.
     """
-    from curiosity_search import search as search_lib
-
-    rule = search_cfg.rule
-    max_depth = getattr(search_cfg, "max_depth", None) or None
-    if rule == "puct":
-        return functools.partial(
-            search_lib.puct_policy,
-            max_depth=max_depth,
-            dirichlet_fraction=search_cfg.dirichlet_fraction if self_play else 0.0,
-            dirichlet_alpha=search_cfg.dirichlet_alpha,
-            pb_c_init=search_cfg.pb_c_init,
-            pb_c_base=search_cfg.pb_c_base,
-            formula=search_cfg.puct_form,
-            c_puct=search_cfg.c_puct,
-        )
-    if rule == "gumbel":
-        return functools.partial(
-            search_lib.gumbel_policy,
-            max_depth=max_depth,
-            max_num_considered_actions=search_cfg.max_num_considered_actions,
-            gumbel_scale=search_cfg.gumbel_scale if self_play else 0.0,
-            c_visit=search_cfg.c_visit,
-            c_scale=search_cfg.c_scale,
-        )
-    if rule == "uct_p_nn":
-        return functools.partial(
-            search_lib.exit_policy,
-            max_depth=max_depth,
-            c_b=search_cfg.uct_c,
-            w_a=search_cfg.w_a,
-        )
-    if rule == "curiosity":
-        from curiosity_search.curiosity import CuriosityOptions, curiosity_policy
-
-        return functools.partial(
-            curiosity_policy,
-            max_depth=max_depth,
-            kappa=search_cfg.kappa,
-            temperature=1.0 if self_play else 0.0,
-            options=CuriosityOptions(
-                grid_size=search_cfg.grid_size,
-                pbest_method=search_cfg.pbest_method,
-                belief_summary=search_cfg.belief_summary,
-            ),
-        )
-    raise ValueError(f"unknown search rule {rule!r}")
+    return get_rule(search_cfg.rule).make_policy(search_cfg, self_play)
 
 
 def raw_policy_search(network: Any) -> SearchFn:
@@ -275,7 +214,9 @@ def raw_policy_search(network: Any) -> SearchFn:
         del key
         params, _ = split_search_params(params)
         output = network.apply(params, states.observation)
-        logits = masked_logits(output.policy_logits.astype(jnp.float32), states.legal_action_mask)
+        logits = mask_invalid_actions(
+            output.policy_logits.astype(jnp.float32), ~states.legal_action_mask
+        )
         weights = jnp.where(states.legal_action_mask, jax.nn.softmax(logits, axis=-1), 0.0)
         value = output.value.astype(jnp.float32)
         return SearchResult(
@@ -314,7 +255,7 @@ def make_search(
             raise ValueError("tree candidates need num_simulations >= 1")
         return raw_policy_search(network)
     policy = make_policy(search_cfg, self_play=self_play)
-    beliefs = search_cfg.rule == "curiosity"
+    beliefs = get_rule(search_cfg.rule).beliefs
     in_tree = tree_candidates and not beliefs  # extras written at expansion
     recurrent_fn = make_recurrent_fn(network, env, beliefs=beliefs, node_extras=in_tree)
 

@@ -34,6 +34,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from curiosity_search.envs.rollouts import uniform_legal
 from curiosity_search.train import replay as replay_lib
 from curiosity_search.train.replay import Positions, ReplayBuffer
 from curiosity_search.train.restarts import ControlState, NoControl
@@ -49,12 +50,6 @@ def select_games(mask: jax.Array, new: Any, old: Any) -> Any:
         return jnp.where(mask.reshape(mask.shape + (1,) * (a.ndim - 1)), a, b)
 
     return jax.tree.map(select, new, old)
-
-
-def uniform_legal_action(key: jax.Array, legal_action_mask: jax.Array) -> jax.Array:
-    """``[B]`` int32 uniformly random legal actions for masks ``[B, A]``."""
-    logits = jnp.where(legal_action_mask, 0.0, -jnp.inf)
-    return jax.random.categorical(key, logits, axis=-1).astype(jnp.int32)
 
 
 def choose_action(
@@ -118,7 +113,7 @@ class SelfPlay:
         def body(i: jax.Array, carry: tuple) -> tuple:
             states, ply = carry
             keys = jax.random.split(jax.random.fold_in(move_key, i), batch_size + 1)
-            action = uniform_legal_action(keys[0], states.legal_action_mask)
+            action = uniform_legal(keys[0], states.legal_action_mask)
             stepped = jax.vmap(self.env.step)(states, action, keys[1:])
             accept = (i < counts) & ~stepped.terminated & ~states.terminated
             return select_games(accept, stepped, states), ply + accept.astype(jnp.int32)

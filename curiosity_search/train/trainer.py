@@ -44,6 +44,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
+from curiosity_search.rules import get_rule
 from curiosity_search.train import replay as replay_lib
 from curiosity_search.train.hyperparams import Hyperparameters, hyperparameters_from_config
 from curiosity_search.train.losses import make_loss_fn
@@ -355,8 +356,8 @@ def build_trainer(
     scale_updates_by_learning_rate = optimizer is None
     optimizer = optimizer if optimizer is not None else _optimizer_from_config(cfg)
     sp, train = cfg.selfplay, cfg.train
-    rule = cfg.search.rule
-    action_values = bool(getattr(cfg.network, "action_values", False)) and rule == "curiosity"
+    rule = get_rule(cfg.search.rule)
+    action_values = bool(getattr(cfg.network, "action_values", False)) and rule.beliefs
     warm_iterations = getattr(train, "warm_start_iterations", 0)
     # RGSC restart candidates from the search trees' nodes (static): only a search with
     # a tree and the network at its leaves has them (not at 0 simulations or warm start).
@@ -395,7 +396,10 @@ def build_trainer(
         value_target=train.value_target,
         action_beliefs=action_values,
         one_position_per_game=sp.one_position_per_game,
-        action_rule="policy" if rule == "gumbel" and cfg.search.num_simulations > 0 else "weights",
+        action_rule=(
+            "policy" if rule.plays_policy_action and cfg.search.num_simulations > 0
+            else "weights"
+        ),
         control=make_search_control(cfg.search_control, max_game_length, tree_candidates),
         regrets=bool(getattr(cfg.network, "regret_heads", False)),
         outcomes=train.outcome_loss_weight > 0 and train.value_target != "outcome",

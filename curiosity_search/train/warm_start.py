@@ -26,12 +26,13 @@ import mctx
 from flax import struct
 
 from curiosity_search.envs.rollouts import batched_rollout
+from curiosity_search.rules import get_rule
+from curiosity_search.search.policies import mask_invalid_actions
 from curiosity_search.train.hyperparams import Hyperparameters, search_overrides
 from curiosity_search.train.search_fns import (
     SearchFn,
     SearchResult,
     make_policy,
-    masked_logits,
     search_result,
 )
 
@@ -52,14 +53,10 @@ class WarmStartParams:
     hyperparams: Hyperparameters | None = None
 
 
-def network_params(params: Any) -> Any:
-    """The network parameters inside ``params`` (unwraps ``WarmStartParams``)."""
-    return params.params if isinstance(params, WarmStartParams) else params
-
-
 def uniform_prior(legal_action_mask: jax.Array) -> jax.Array:
     """``[B, A]`` logits of the uniform distribution over legal actions."""
-    return masked_logits(jnp.zeros(legal_action_mask.shape, jnp.float32), legal_action_mask)
+    zeros = jnp.zeros(legal_action_mask.shape, jnp.float32)
+    return mask_invalid_actions(zeros, ~legal_action_mask)
 
 
 def make_warm_start_search(
@@ -84,7 +81,7 @@ def make_warm_start_search(
     Returns:
       ``search(WarmStartParams [], key, states [B]) -> SearchResult``.
     """
-    if num_simulations < 1 or search_cfg.rule == "curiosity":
+    if num_simulations < 1 or get_rule(search_cfg.rule).beliefs:
         raise ValueError("a warm start needs num_simulations >= 1 and a rule without beliefs")
     policy = make_policy(search_cfg, self_play=self_play)
     rollout = batched_rollout(env, max_rollout_steps)
@@ -98,7 +95,7 @@ def make_warm_start_search(
 
         def by_network() -> tuple:
             output = network.apply(inputs.params, states.observation)
-            logits = masked_logits(output.policy_logits, states.legal_action_mask)
+            logits = mask_invalid_actions(output.policy_logits, ~states.legal_action_mask)
             return logits.astype(jnp.float32), output.value.astype(jnp.float32)
 
         return jax.lax.cond(inputs.use_rollouts, by_rollout, by_network)
