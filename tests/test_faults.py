@@ -37,6 +37,7 @@ from curiosity_search.eval.sweep import (
 from curiosity_search.train import run
 from curiosity_search.train.checkpoint import CheckpointError, checkpoint_dir
 from curiosity_search.train.metrics_log import read_rows
+from curiosity_search.train.run_accounting import TIMING_KEYS
 from curiosity_search.train.run_dir import RunDirWarning
 from curiosity_search.train.workdir_lock import (
     LOCK_FILENAME,
@@ -67,7 +68,7 @@ def fake_train(cfg, workdir, **kwargs):
 
 
 def comparable(row):
-    return {k: v for k, v in row.items() if k not in run.TIMING_KEYS}
+    return {k: v for k, v in row.items() if k not in TIMING_KEYS}
 
 
 def snapshot(folder: Path) -> dict[str, bytes]:

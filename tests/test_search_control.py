@@ -10,7 +10,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from curiosity_search.train import search_control as sc
+from curiosity_search.envs.rollouts import uniform_legal
+from curiosity_search.train import regret
+from curiosity_search.train import restart_buffers as buffers
 
 # --- Regret ---------------------------------------------------------------------------
 
@@ -24,7 +26,7 @@ def test_regret_matches_hand_computed_trajectories():
     players = jnp.array([[0, 1, 0, 1, 0], [1, 0, 1, 0, 1]])
     valid = jnp.array([[True, True, True, True, False], [True, True, False, False, False]])
     final_rewards = jnp.array([[1.0, -1.0], [0.0, 0.0]])
-    regrets = jax.jit(sc.regret_from_rewards)(values, players, valid, final_rewards)
+    regrets = jax.jit(regret.regret_from_rewards)(values, players, valid, final_rewards)
     expected = np.array(
         [
             [(0.25 + 0.64 + 0.04 + 0.0) / 4, (0.64 + 0.04 + 0.0) / 3, 0.04 / 2, 0.0, 0.0],
@@ -33,9 +35,11 @@ def test_regret_matches_hand_computed_trajectories():
     )
     np.testing.assert_allclose(regrets, expected, rtol=1e-6)
     # Flipping the winner flips every z: a confident, correct player 0 becomes wrong.
-    flipped = sc.regret_from_rewards(values, players, valid, -final_rewards)
+    flipped = regret.regret_from_rewards(values, players, valid, -final_rewards)
     np.testing.assert_allclose(flipped[0, 2:4], [(3.24 + 4.0) / 2, 4.0], rtol=1e-6)
-    np.testing.assert_allclose(sc.first_position_regret(regrets, valid), expected[:, 0], rtol=1e-6)
+    np.testing.assert_allclose(
+        regret.first_position_regret(regrets, valid), expected[:, 0], rtol=1e-6
+    )
 
 
 def test_regret_from_per_position_outcomes_equals_reward_form():
@@ -51,8 +55,8 @@ def test_regret_from_per_position_outcomes_equals_reward_form():
         errors = (np.asarray(values[b]) - np.asarray(outcomes[b])) ** 2
         for t in range(length):
             brute[b, t] = errors[t:length].mean()
-    np.testing.assert_allclose(sc.trajectory_regret(values, outcomes, valid), brute, rtol=1e-5)
-    from_rewards = sc.regret_from_rewards(values, players, valid, rewards)
+    np.testing.assert_allclose(regret.trajectory_regret(values, outcomes, valid), brute, rtol=1e-5)
+    from_rewards = regret.regret_from_rewards(values, players, valid, rewards)
     np.testing.assert_allclose(from_rewards, brute, rtol=1e-5)
 
 
@@ -63,10 +67,10 @@ def test_ranking_loss_value_and_gradient_direction():
     regrets = jnp.array([0.0, 0.1, 1.0, 0.2, 5.0])
     mask = jnp.array([True, True, True, True, False])  # the 5.0 entry does not take part
     gamma = jnp.zeros(5)
-    loss = sc.ranking_loss(gamma, regrets, mask)
+    loss = regret.ranking_loss(gamma, regrets, mask)
     np.testing.assert_allclose(loss, -np.log(np.mean(np.exp([0.0, 0.1, 1.0, 0.2]))), rtol=1e-6)
 
-    grad_fn = jax.jit(jax.grad(sc.ranking_loss))
+    grad_fn = jax.jit(jax.grad(regret.ranking_loss))
     grad = grad_fn(gamma, regrets, mask)
     assert grad[4] == 0.0 and jnp.all(jnp.isfinite(grad))
     for _ in range(50):
@@ -77,7 +81,7 @@ def test_ranking_loss_value_and_gradient_direction():
     assert after[0] < before[0]  # the zero-regret state loses probability
     # Entirely masked: zero loss, finite zero gradient.
     none = jnp.zeros(5, bool)
-    assert sc.ranking_loss(gamma, regrets, none) == 0.0
+    assert regret.ranking_loss(gamma, regrets, none) == 0.0
     assert jnp.all(grad_fn(gamma, regrets, none) == 0.0)
 
 
@@ -86,15 +90,15 @@ def test_regret_value_loss_is_masked_mse():
     regrets = jnp.array([0.25, 0.5, 0.0])
     mask = jnp.array([True, True, False])
     np.testing.assert_allclose(
-        sc.regret_value_loss(predictions, regrets, mask), (0.0625 + 0.25) / 2, rtol=1e-6
+        regret.regret_value_loss(predictions, regrets, mask), (0.0625 + 0.25) / 2, rtol=1e-6
     )
 
 
 def test_candidate_tracker_keeps_top_ranked_state():
     states = {"cell": jnp.zeros((2, 3))}
-    tracker = sc.candidate_init(states)
-    assert not jnp.any(sc.candidate_found(tracker))
-    update = jax.jit(sc.candidate_update)
+    tracker = regret.candidate_init(states)
+    assert not jnp.any(regret.candidate_found(tracker))
+    update = jax.jit(regret.candidate_update)
     tracker = update(
         tracker,
         {"cell": jnp.ones((2, 3))},
@@ -122,9 +126,9 @@ def test_candidate_tracker_keeps_top_ranked_state():
     )
     np.testing.assert_array_equal(tracker.states["cell"][:, 0], [2.0, 3.0])
     regrets = jnp.array([[0.1, 0.2, 0.3], [0.4, 0.5, 0.6]])
-    np.testing.assert_allclose(sc.candidate_regret(tracker, regrets), [0.7, 0.6])
-    reset = sc.candidate_reset(tracker, jnp.array([True, False]))
-    np.testing.assert_array_equal(sc.candidate_found(reset), [False, True])
+    np.testing.assert_allclose(regret.candidate_regret(tracker, regrets), [0.7, 0.6])
+    reset = regret.candidate_reset(tracker, jnp.array([True, False]))
+    np.testing.assert_array_equal(regret.candidate_found(reset), [False, True])
 
 
 # --- Prioritized regret buffer ------------------------------------------------------------
@@ -135,12 +139,12 @@ def _payload_states(ids) -> dict:
     return {"id": ids, "board": jnp.stack([ids, -ids], axis=-1).astype(jnp.float32)}
 
 
-_offer = jax.jit(sc.prb_offer)
-_update = jax.jit(sc.prb_update_regret)
+_offer = jax.jit(buffers.prb_offer)
+_update = jax.jit(buffers.prb_update_regret)
 
 
-def _buffer_with(regrets) -> sc.RegretBuffer:
-    buffer = sc.prb_init(_payload_states(0), capacity=len(regrets))
+def _buffer_with(regrets) -> buffers.RegretBuffer:
+    buffer = buffers.prb_init(_payload_states(0), capacity=len(regrets))
     count = len(regrets)
     return _offer(
         buffer,
@@ -151,7 +155,7 @@ def _buffer_with(regrets) -> sc.RegretBuffer:
 
 
 def test_prb_inserts_while_there_is_room():
-    buffer = sc.prb_init(_payload_states(0), capacity=4)
+    buffer = buffers.prb_init(_payload_states(0), capacity=4)
     buffer = _offer(
         buffer,
         _payload_states([7, 8, 9]),
@@ -184,20 +188,20 @@ def _sequential_reference(entries, capacity, offers):
     """Offers one at a time: enter if room or strictly above the minimum (replace it;
     among tied minima the latest inserted, the largest id here)."""
     entries = list(entries)
-    for regret, ident in offers:
+    for score, ident in offers:
         if len(entries) < capacity:
-            entries.append((regret, ident))
+            entries.append((score, ident))
         else:
             low = min(range(len(entries)), key=lambda i: (entries[i][0], -entries[i][1]))
-            if regret > entries[low][0]:
-                entries[low] = (regret, ident)
+            if score > entries[low][0]:
+                entries[low] = (score, ident)
     return entries
 
 
 def test_prb_batched_offers_match_sequential_offers():
     capacity, batch = 5, 7
     rng = np.random.default_rng(0)
-    buffer = sc.prb_init(_payload_states(0), capacity=capacity)
+    buffer = buffers.prb_init(_payload_states(0), capacity=capacity)
     reference: list = []
     next_id = 1
     for _ in range(6):
@@ -247,14 +251,14 @@ def test_prb_update_regret_ema():
 
 
 def test_prb_sampling_is_proportional_to_regret_power():
-    buffer = sc.prb_init(_payload_states(0), capacity=6)
+    buffer = buffers.prb_init(_payload_states(0), capacity=6)
     buffer = _offer(
         buffer,
         _payload_states([1, 2, 3, 4, 5]),
         jnp.array([0.1, 0.2, 0.4, 0.0, 5.0]),
         jnp.array([True] * 4 + [False]),
     )
-    sample = jax.jit(sc.prb_sample, static_argnums=2)
+    sample = jax.jit(buffers.prb_sample, static_argnums=2)
     num = 20000
     indices, states = sample(jax.random.PRNGKey(1), buffer, num, 0.5)
     np.testing.assert_array_equal(states["id"], np.asarray(buffer.states["id"])[indices])
@@ -264,7 +268,7 @@ def test_prb_sampling_is_proportional_to_regret_power():
     np.testing.assert_allclose(frequencies, expected, atol=0.015)
     assert frequencies[4] == 0 and frequencies[5] == 0  # never an empty slot
     # The default tau = 0.1 (R^10) puts nearly all mass on the top entry.
-    indices, _ = sample(jax.random.PRNGKey(2), buffer, 2000, sc.DEFAULT_TAU)
+    indices, _ = sample(jax.random.PRNGKey(2), buffer, 2000, buffers.DEFAULT_TAU)
     assert np.mean(np.asarray(indices) == 2) > 0.99
 
 
@@ -272,23 +276,23 @@ def test_prb_sampling_is_proportional_to_regret_power():
 
 
 def test_archive_is_fifo_and_samples_uniformly():
-    archive = sc.archive_init(_payload_states(0), capacity=4)
-    add = jax.jit(sc.archive_add)
+    archive = buffers.archive_init(_payload_states(0), capacity=4)
+    add = jax.jit(buffers.archive_add)
     archive = add(archive, _payload_states([1, 2, 3]), jnp.array([True, False, True]))
     np.testing.assert_array_equal(archive.valid, [True, True, False, False])
     np.testing.assert_array_equal(archive.states["id"][:2], [1, 3])
     archive = add(archive, _payload_states([4, 5, 6]), jnp.ones(3, bool))
     np.testing.assert_array_equal(archive.states["id"], [6, 3, 4, 5])  # 1 was oldest
     assert int(archive.size) == 4 and int(archive.insert_index) == 1
-    indices, states = jax.jit(sc.archive_sample, static_argnums=2)(
+    indices, states = jax.jit(buffers.archive_sample, static_argnums=2)(
         jax.random.PRNGKey(0), archive, 8000
     )
     frequencies = np.bincount(np.asarray(indices), minlength=4) / 8000
     np.testing.assert_allclose(frequencies, 0.25, atol=0.03)
     np.testing.assert_array_equal(states["id"], np.asarray(archive.states["id"])[indices])
-    half = sc.archive_init(_payload_states(0), capacity=4)
+    half = buffers.archive_init(_payload_states(0), capacity=4)
     half = add(half, _payload_states([1, 2]), jnp.ones(2, bool))
-    indices, _ = sc.archive_sample(jax.random.PRNGKey(0), half, 1000)
+    indices, _ = buffers.archive_sample(jax.random.PRNGKey(0), half, 1000)
     assert set(np.asarray(indices).tolist()) == {0, 1}
 
 
@@ -296,9 +300,9 @@ def test_archive_is_fifo_and_samples_uniformly():
 
 
 def test_choose_starts_probability_and_empty_buffer():
-    choose = jax.jit(sc.choose_starts)
+    choose = jax.jit(buffers.choose_starts)
     fresh = _payload_states(np.zeros(2000, np.int32))
-    empty = sc.prb_init(_payload_states(0), capacity=3)
+    empty = buffers.prb_init(_payload_states(0), capacity=3)
     _, restarted, indices = choose(jax.random.PRNGKey(0), fresh, empty, 1.0, 0.1)
     assert not jnp.any(restarted) and jnp.all(indices == -1)
     buffer = _buffer_with([0.5, 0.2, 0.9])
@@ -309,18 +313,15 @@ def test_choose_starts_probability_and_empty_buffer():
         np.testing.assert_array_equal(starts["id"], np.where(restarted, stored, 0))
         np.testing.assert_array_equal(indices < 0, ~restarted)
     starting = jnp.arange(2000) % 2 == 0
-    _, restarted, _ = sc.choose_starts(jax.random.PRNGKey(2), fresh, buffer, 1.0, 0.1, starting)
+    _, restarted, _ = buffers.choose_starts(
+        jax.random.PRNGKey(2), fresh, buffer, 1.0, 0.1, starting
+    )
     np.testing.assert_array_equal(restarted, starting)
-    archive = sc.archive_add(
-        sc.archive_init(_payload_states(0), 3), _payload_states([4]), jnp.array([True])
+    archive = buffers.archive_add(
+        buffers.archive_init(_payload_states(0), 3), _payload_states([4]), jnp.array([True])
     )
     starts, restarted, indices = choose(jax.random.PRNGKey(3), fresh, archive, 1.0, 0.1)
     assert jnp.all(restarted) and jnp.all(indices == 0) and jnp.all(starts["id"] == 4)
-
-
-def _uniform_legal(key, legal_action_mask):
-    logits = jnp.where(legal_action_mask, 0.0, -jnp.inf)
-    return jax.random.categorical(key, logits, axis=-1).astype(jnp.int32)
 
 
 def _random_play(env, key, states, num_moves):
@@ -332,7 +333,7 @@ def _random_play(env, key, states, num_moves):
 
     def step(states, move_key):
         action_key, step_key = jax.random.split(move_key)
-        action = _uniform_legal(action_key, states.legal_action_mask)
+        action = uniform_legal(action_key, states.legal_action_mask)
         legal = jnp.take_along_axis(states.legal_action_mask, action[:, None], axis=1)[:, 0]
         batch = action.shape[0]
         stepped = jax.vmap(env.step)(states, action, jax.random.split(step_key, batch))
@@ -359,16 +360,16 @@ def _store_restart_and_play(env, batch, key):
     flat = jax.tree.map(lambda a, b: jnp.concatenate([a, b]), flat, final)  # + terminals
     count = (num_cells + 1) * batch
     example = jax.tree.map(functools.partial(_take, index=0), states)
-    buffer = sc.prb_offer(
-        sc.prb_init(example, capacity=16),
+    buffer = buffers.prb_offer(
+        buffers.prb_init(example, capacity=16),
         flat,
         jax.random.uniform(regret_key, (count,)),
         jnp.ones(count, bool),
     )
-    archive = sc.archive_add(sc.archive_init(example, 16), flat, jnp.ones(count, bool))
+    archive = buffers.archive_add(buffers.archive_init(example, 16), flat, jnp.ones(count, bool))
     fresh = jax.vmap(env.init)(jax.random.split(fresh_key, batch))
-    prb_starts, prb_restarted, prb_indices = sc.choose_starts(prb_key, fresh, buffer, 1.0)
-    archive_starts, archive_restarted, archive_indices = sc.choose_starts(
+    prb_starts, prb_restarted, prb_indices = buffers.choose_starts(prb_key, fresh, buffer, 1.0)
+    archive_starts, archive_restarted, archive_indices = buffers.choose_starts(
         archive_key, fresh, archive, 1.0
     )
     stored = jax.tree.map(
@@ -439,25 +440,28 @@ def test_end_of_game_bookkeeping_compiles_once_with_traced_hyperparameters():
         values = jnp.full((4, 3), 0.5)
         players = jnp.array([[0, 1, 0]] * 4)
         valid = jnp.ones((4, 3), bool)
-        regrets = sc.regret_from_rewards(values, players, valid, rewards)
-        offer = done & ~restarted & sc.candidate_found(tracker)
-        buffer = sc.prb_offer(buffer, tracker.states, sc.candidate_regret(tracker, regrets), offer)
-        buffer = sc.prb_update_regret(
-            buffer, indices, sc.first_position_regret(regrets, valid), done & restarted, alpha, ids
+        regrets = regret.regret_from_rewards(values, players, valid, rewards)
+        offer = done & ~restarted & regret.candidate_found(tracker)
+        buffer = buffers.prb_offer(
+            buffer, tracker.states, regret.candidate_regret(tracker, regrets), offer
+        )
+        buffer = buffers.prb_update_regret(
+            buffer, indices, regret.first_position_regret(regrets, valid), done & restarted,
+            alpha, ids,
         )
         fresh = _payload_states(jnp.zeros(4, jnp.int32))
-        starts = sc.choose_starts(key, fresh, buffer, restart_prob, tau, starting=done)
+        starts = buffers.choose_starts(key, fresh, buffer, restart_prob, tau, starting=done)
         return buffer, starts
 
-    tracker = sc.candidate_update(
-        sc.candidate_init(_payload_states(jnp.zeros(4, jnp.int32))),
+    tracker = regret.candidate_update(
+        regret.candidate_init(_payload_states(jnp.zeros(4, jnp.int32))),
         _payload_states(jnp.arange(1, 5)),
         jnp.ones(4),
         jnp.array([0, 1, 2, 0]),
         jnp.zeros(4),
         jnp.ones(4, bool),
     )
-    buffer = sc.prb_init(_payload_states(0), capacity=3)
+    buffer = buffers.prb_init(_payload_states(0), capacity=3)
     rewards = jnp.array([[1.0, -1.0]] * 4)
     done = jnp.array([True, True, False, True])
     args = (jnp.zeros(4, bool), jnp.full(4, -1, jnp.int32), jnp.full(4, -1, jnp.int32), rewards)

@@ -16,6 +16,8 @@ from curiosity_search.config import ConfigError, config_from_dict, load_config, 
 from curiosity_search.train import run, run_dir
 from curiosity_search.train.checkpoint import CheckpointStore, checkpoint_dir
 from curiosity_search.train.metrics_log import read_rows
+from curiosity_search.train.run_accounting import TIMING_KEYS
+from curiosity_search.train.workdir_lock import RunDirError
 
 CONFIGS = Path(__file__).resolve().parent.parent / "configs"
 
@@ -42,7 +44,7 @@ def fake(nan_at=None):
 
 
 def comparable(row):
-    return {k: v for k, v in row.items() if k not in run.TIMING_KEYS}
+    return {k: v for k, v in row.items() if k not in TIMING_KEYS}
 
 
 def test_metrics_tensorboard_checkpoints(tmp_path):
@@ -91,15 +93,15 @@ def test_extend_finished_run(tmp_path):
 def test_workdir_rules(tmp_path):
     cfg = tiny_config(train={"iterations": 2})
     run.train(cfg, tmp_path, build_trainer=fake())
-    with pytest.raises(run.RunDirError, match="--resume"):
+    with pytest.raises(RunDirError, match="--resume"):
         run.train(cfg, tmp_path, build_trainer=fake())
     changed = config_from_dict({**run_dir.config_dict(cfg), "seed": 4})
-    with pytest.raises(run.RunDirError, match=r"seed: 3 -> 4"):
+    with pytest.raises(RunDirError, match=r"seed: 3 -> 4"):
         run.train(changed, tmp_path, resume=True, build_trainer=fake())
     cosine = tiny_config(optimizer={"schedule": "cosine"})
     run.train(tiny_config(optimizer={"schedule": "cosine"}, train={"iterations": 2}),
               tmp_path / "c", build_trainer=fake())
-    with pytest.raises(run.RunDirError, match="schedule"):
+    with pytest.raises(RunDirError, match="schedule"):
         run.train(cosine, tmp_path / "c", resume=True, build_trainer=fake())
 
 

@@ -20,7 +20,8 @@ import pgx
 
 from curiosity_search.envs.hex import Hex, State, action_to_cell, cell_to_action
 from curiosity_search.envs.late_game import LateGameJudge, LateGameVerdict
-from curiosity_search.envs.solvers import Solution, sample_random_positions, solve
+from curiosity_search.envs.sampling import sample_random_positions
+from curiosity_search.envs.solvers import Solution, solve
 
 _HEX_KWARGS = ("size", "swap")
 

@@ -35,7 +35,6 @@ import pgx
 from curiosity_search.atomic_io import atomic_path
 from curiosity_search.envs import retrograde
 from curiosity_search.envs.hex import Hex
-from curiosity_search.envs.sampling import sample_random_positions
 
 Array = jax.Array
 
@@ -242,4 +241,4 @@ def _solution(name: str, size: int, cache_dir: Path) -> Solution:
     )
 
 
-__all__ = ["ILLEGAL", "Solution", "sample_random_positions", "solve", "solver_cache_dir"]
+__all__ = ["ILLEGAL", "Solution", "solve", "solver_cache_dir"]

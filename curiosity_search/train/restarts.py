@@ -27,6 +27,12 @@ Strategies (``search_control.kind``):
   estimate as its regret. The ranking logits and estimates of tree nodes come from
   the network calls that expanded them (no extra network pass, except for the
   curiosity rule: see ``tree_candidates``).
+
+The pieces live in two files: ``regret`` (the regret ``R(s_t)`` of trajectory
+positions, the ranking / regret-value head losses, the per-game tracker of the
+top-ranked restart candidate) and ``restart_buffers`` (RGSC's prioritized regret
+buffer ``prb_*``, the Go-Exploit archive ``archive_*`` and the restart decision
+``choose_starts``).
 """
 
 from __future__ import annotations

@@ -65,7 +65,6 @@ from curiosity_search.train.hyperparams import with_config_hyperparameters
 from curiosity_search.train.memory_estimate import check_memory
 from curiosity_search.train.metrics_log import MetricsLog
 from curiosity_search.train.run_accounting import (
-    TIMING_KEYS,
     ComputeModel,
     first_nonfinite,
     make_compute_model,
@@ -74,7 +73,6 @@ from curiosity_search.train.run_accounting import (
 from curiosity_search.train.run_dir import (
     CONFIG_FILENAME,
     EVALUATION_FILENAME,
-    RESUMABLE_KEYS,
     clear_run,
     config_dict,
     finish_restore,
@@ -401,13 +399,4 @@ def train_main(args: argparse.Namespace) -> int:
     return 0 if result.ok else 1
 
 
-__all__ = [
-    "RESUMABLE_KEYS",
-    "TIMING_KEYS",
-    "ComputeModel",
-    "RunDirError",
-    "RunResult",
-    "first_nonfinite",
-    "train",
-    "train_main",
-]
+__all__ = ["RunResult", "train", "train_main"]
