@@ -5,7 +5,7 @@ imports its handler lazily and calls it with the parsed ``argparse.Namespace``:
 
 =========  ==================================================
 train      ``curiosity_search.train.run.train_main(args)``
-eval       ``curiosity_search.eval.arena.eval_main(args)``
+eval       ``curiosity_search.eval.evaluation.eval_main(args)``
 sweep      ``curiosity_search.eval.sweep.sweep_main(args)``
 plot       ``curiosity_search.eval.plots.plot_main(args)``
 bench      ``curiosity_search.bench.bench_main(args)``
@@ -13,8 +13,7 @@ play       ``curiosity_search.eval.htp.play_main(args)``
 explain    ``curiosity_search.eval.explain.explain_main(args)``
 =========  ==================================================
 
-A handler returns an exit code (``None`` means 0). Until its module exists, a verb
-prints "`<verb>` is not built yet" and exits 0. A ``UserError`` anywhere (a bad
+A handler returns an exit code (``None`` means 0). A ``UserError`` anywhere (a bad
 config, run directory, checkpoint or sweep file: ``curiosity_search.errors``) or an
 ``OSError`` (a file that cannot be read or written) prints ``error: <message>`` on one
 line and exits 2; usage errors exit 2 through argparse. Warnings raised by the package
@@ -41,7 +40,7 @@ PROG = "curiosity-search"
 # verb -> (module, function); the module is imported only when the verb runs.
 HANDLERS: dict[str, tuple[str, str]] = {
     "train": ("curiosity_search.train.run", "train_main"),
-    "eval": ("curiosity_search.eval.arena", "eval_main"),
+    "eval": ("curiosity_search.eval.evaluation", "eval_main"),
     "sweep": ("curiosity_search.eval.sweep", "sweep_main"),
     "plot": ("curiosity_search.eval.plots", "plot_main"),
     "bench": ("curiosity_search.bench", "bench_main"),
@@ -261,23 +260,10 @@ def prepare_bench(args: argparse.Namespace) -> None:
 PREPARE = {"train": prepare_train, "bench": prepare_bench}
 
 
-def _missing(module_name: str, missing: str | None) -> bool:
-    """Whether ``missing`` (a ModuleNotFoundError's name) is ``module_name`` or its package."""
-    if not missing or not missing.startswith("curiosity_search"):
-        return False
-    return module_name == missing or module_name.startswith(missing + ".")
-
-
 def dispatch(verb: str, args: argparse.Namespace) -> int:
-    """Imports the verb's handler and runs it; 'not built yet' while its module is absent."""
+    """Imports the verb's handler and runs it."""
     module_name, func_name = HANDLERS[verb]
-    try:
-        module: ModuleType = importlib.import_module(module_name)
-    except ModuleNotFoundError as err:
-        if not _missing(module_name, err.name):
-            raise
-        print(f"`{verb}` is not built yet ({module_name} does not exist)", file=sys.stderr)
-        return 0
+    module: ModuleType = importlib.import_module(module_name)
     handler = getattr(module, func_name, None)
     if handler is None:
         print(f"error: {module_name} has no {func_name}(args)", file=sys.stderr)

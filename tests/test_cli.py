@@ -99,12 +99,10 @@ def test_parsed_arguments(calls):
     assert (calls[-1][1].opponent, calls[-1][1].games) == ("random", 8)
 
 
-def test_missing_module_is_not_built_yet(monkeypatch, capsys):
+def test_missing_module_is_an_error_not_success(monkeypatch):
     monkeypatch.setitem(cli.HANDLERS, "plot", ("curiosity_search.eval.no_such_module", "f"))
-    assert cli.main(["plot", "somewhere"]) == 0
-    assert capsys.readouterr().err == (
-        "`plot` is not built yet (curiosity_search.eval.no_such_module does not exist)\n"
-    )
+    with pytest.raises(ModuleNotFoundError, match="no_such_module"):
+        cli.main(["plot", "somewhere"])
 
 
 def test_broken_module_import_is_not_swallowed(monkeypatch, tmp_path):

@@ -7,8 +7,10 @@ import numpy as np
 import pytest
 
 from curiosity_search.envs import make
-from curiosity_search.eval.arena import append_csv, play_match, read_csv, summarize, wilson_interval
+from curiosity_search.eval.arena import append_csv, play_match, read_csv
+from curiosity_search.eval.match_result import summarize
 from curiosity_search.eval.players import GameSpec, mcts_player, parse_player, random_player
+from curiosity_search.eval.wilson import wilson_interval
 
 
 def test_wilson_interval_known_values() -> None:

@@ -162,7 +162,8 @@ def test_parallel_jobs_run_child_processes(sweep_file: Path, tmp_path: Path) -> 
 
     lines: list[str] = []
     runs = shard(sweep.runs, 0, 2)
-    failed = run_parallel(sweep, runs, 3, lines.append, command=command)
+    failed = run_parallel(sweep, runs, 3, lines.append, command=command,
+                          finished=lambda run: run_status(sweep.run_dir(run)) == "done")
     assert sorted(failed) == sorted(r.name for r in runs if "seed1" in r.name)
     assert all(run_status(sweep.run_dir(r)) == "done" for r in runs if "seed0" in r.name)
     assert sum(ln.startswith("started") for ln in lines) == len(runs)
@@ -211,8 +212,7 @@ def test_sweep_end_to_end_with_fake_trainer(tmp_path: Path, monkeypatch) -> None
     from _fake_trainer import FakeTrainer
 
     import curiosity_search
-    from curiosity_search.eval.arena import eval_main
-    from curiosity_search.eval.evaluation import evaluate_run
+    from curiosity_search.eval.evaluation import eval_main, evaluate_run
     from curiosity_search.eval.plots import make_plots
     from curiosity_search.train import agent as agent_module
     from curiosity_search.train.run import train

@@ -4,14 +4,16 @@ Modules (imported lazily, so ``plots`` and ``elo`` never pull in JAX):
 
 - ``players``    ``parse_player(spec, game)``: random, ``mcts:SIMS``, solver,
                  ``checkpoint:DIR[@SIMS]``, ``htp:COMMAND``; ``JaxPlayer``.
-- ``arena``      ``play_match`` / ``run_match`` over both colours, ``wilson_interval``,
-                 ``append_csv``, ``eval_main`` (``curiosity-search eval``).
+- ``arena``      ``play_match`` / ``run_match`` over both colours, ``append_csv``.
+- ``match_result`` ``MatchResult`` and ``summarize`` (no JAX).
+- ``wilson``     ``wilson_interval``: the score's confidence interval (no JAX).
 - ``host_match`` one-game-at-a-time matches for HTP programs.
 - ``elo``        ``fit_elo``: Bradley-Terry maximum likelihood with standard errors.
 - ``frontier``   ``fit_frontier``: elo = min(0, max(incline, plateau)) in log-compute.
 - ``htp``        ``HtpEngine`` and ``play_main`` (``curiosity-search play``).
 - ``htp_player`` ``HtpPlayer``: an external HTP program as a player.
-- ``evaluation`` ``EvalPlan``, ``evaluate_point``, ``evaluate_run`` (writes ``eval.csv``).
+- ``evaluation`` ``EvalPlan``, ``evaluate_point``, ``evaluate_run`` (writes ``eval.csv``),
+                 ``eval_main`` (``curiosity-search eval``).
 - ``sweep``      ``load_sweep``, ``run_sweep``, ``sweep_main`` (``curiosity-search sweep``).
 - ``plots``      ``make_plots``, ``plot_main`` (``curiosity-search plot``).
 """
@@ -25,10 +27,10 @@ _EXPORTS = {
     "JaxPlayer": "players",
     "GameSpec": "players",
     "parse_player": "players",
-    "MatchResult": "arena",
+    "MatchResult": "match_result",
     "play_match": "arena",
     "run_match": "arena",
-    "wilson_interval": "arena",
+    "wilson_interval": "wilson",
     "fit_elo": "elo",
     "PairResult": "elo",
     "fit_frontier": "frontier",

@@ -11,124 +11,22 @@ from __future__ import annotations
 
 import csv
 import functools
-import math
 import os
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass
 from typing import Any
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
+from curiosity_search.eval.host_match import play_host_match
+from curiosity_search.eval.match_result import MatchResult, summarize
 from curiosity_search.eval.players import ApplyFn, JaxPlayer
 
 Array = jax.Array
 
 
-def wilson_interval(successes: float, trials: int, z: float = 1.96) -> tuple[float, float]:
-    """Wilson score interval for a binomial proportion (95% for z = 1.96).
-
-    ``successes`` may be fractional (a draw counts one half), which treats the score as
-    a proportion; with no trials the interval is (0, 1).
-    """
-    if trials <= 0:
-        return 0.0, 1.0
-    p = successes / trials
-    z2 = z * z
-    centre = (p + z2 / (2 * trials)) / (1 + z2 / trials)
-    half = z * math.sqrt(p * (1 - p) / trials + z2 / (4 * trials * trials)) / (1 + z2 / trials)
-    return max(0.0, centre - half), min(1.0, centre + half)
-
-
-@dataclass(frozen=True)
-class MatchResult:
-    """Outcome of a match, from player A's side.
-
-    ``score`` = (wins + draws / 2) / games, with its Wilson interval [ci_low, ci_high].
-    ``score_first`` / ``score_second``: A's score in the games where A moved first /
-    second. ``illegal_a`` / ``illegal_b``: games lost by an illegal move (or an HTP
-    resignation); ``truncated``: games cut at the move limit (scored as draws).
-    """
-
-    player_a: str
-    player_b: str
-    games: int
-    wins: int
-    draws: int
-    losses: int
-    score: float
-    ci_low: float
-    ci_high: float
-    score_first: float
-    score_second: float
-    illegal_a: int
-    illegal_b: int
-    truncated: int
-    opening_moves: int
-    seconds: float
-
-    def to_row(self) -> dict[str, Any]:
-        """The result as a flat dict (one CSV row)."""
-        return asdict(self)
-
-    def summary(self) -> str:
-        """One human-readable line."""
-        return (
-            f"{self.player_a} vs {self.player_b}: {self.wins}W {self.draws}D {self.losses}L "
-            f"of {self.games}, score {self.score:.3f} [{self.ci_low:.3f}, {self.ci_high:.3f}] "
-            f"(first {self.score_first:.3f}, second {self.score_second:.3f}) "
-            f"in {self.seconds:.1f} s"
-        )
-
-
-def summarize(
-    player_a: str,
-    player_b: str,
-    returns_a: np.ndarray,
-    a_first: np.ndarray,
-    *,
-    illegal_a: int = 0,
-    illegal_b: int = 0,
-    truncated: int = 0,
-    opening_moves: int = 0,
-    seconds: float = 0.0,
-) -> MatchResult:
-    """Builds a ``MatchResult`` from per-game returns of A ([G] in {-1, 0, 1}) and colours."""
-    returns_a = np.asarray(returns_a, dtype=np.float64)
-    a_first = np.asarray(a_first, dtype=bool)
-    games = int(returns_a.size)
-    wins = int(np.sum(returns_a > 0))
-    losses = int(np.sum(returns_a < 0))
-    draws = games - wins - losses
-    points = (np.sign(returns_a) + 1) / 2
-    low, high = wilson_interval(float(points.sum()), games)
-
-    def mean(mask: np.ndarray) -> float:
-        return float(points[mask].mean()) if mask.any() else float("nan")
-
-    return MatchResult(
-        player_a,
-        player_b,
-        games,
-        wins,
-        draws,
-        losses,
-        float(points.mean()) if games else float("nan"),
-        low,
-        high,
-        mean(a_first),
-        mean(~a_first),
-        illegal_a,
-        illegal_b,
-        truncated,
-        opening_moves,
-        seconds,
-    )
-
-
-def _tile_pairs(x: Array, pairs: int, games: int) -> Array:
+def _tile_pairs(x: Array, games: int) -> Array:
     """[pairs, ...] -> [games, ...]: game i and game i + pairs share row i."""
     return jnp.concatenate([x, x], axis=0)[:games]
 
@@ -146,13 +44,13 @@ def _match_fn(
 
     def play(key: Array, params_a: Any, params_b: Any) -> tuple:
         init_key, opening_key, loop_key = jax.random.split(key, 3)
-        states = jax.vmap(env.init)(_tile_pairs(jax.random.split(init_key, pairs), pairs, games))
+        states = jax.vmap(env.init)(_tile_pairs(jax.random.split(init_key, pairs), games))
         a_first = rows < pairs
         first_mover = states.current_player
         a_id = jnp.where(a_first, first_mover, 1 - first_mover)
         returns_a = jnp.zeros(games, jnp.float32)
         for key_i in jax.random.split(opening_key, opening_moves):
-            noise = _tile_pairs(jax.random.gumbel(key_i, (pairs, num_actions)), pairs, games)
+            noise = _tile_pairs(jax.random.gumbel(key_i, (pairs, num_actions)), games)
             action = jnp.argmax(jnp.where(states.legal_action_mask, noise, -jnp.inf), axis=-1)
             states = step(states, action)
             returns_a = returns_a + states.rewards[rows, a_id]
@@ -249,8 +147,6 @@ def run_match(
             opening_moves=opening_moves,
             max_moves=max_moves,
         )
-    from curiosity_search.eval.host_match import play_host_match
-
     return play_host_match(
         key, player_a, player_b, env, num_games, opening_moves=opening_moves, max_moves=max_moves
     )
@@ -290,51 +186,3 @@ def read_csv(path: str | os.PathLike) -> list[dict[str, str]]:
     """Reads a CSV table written by ``append_csv`` (values as strings)."""
     with open(path, newline="") as handle:
         return list(csv.DictReader(handle))
-
-
-def eval_main(args: Any) -> int:
-    """``curiosity-search eval --checkpoint DIR --opponent SPEC --games N``.
-
-    Plays the checkpoint (with ``--simulations``, default the run's
-    ``search.eval_num_simulations``; 0 for the raw policy) against the opponent spec
-    (see ``players.parse_player``) over both colours with one random opening move per
-    colour pair, prints the result and appends it to ``--out`` (default
-    ``<run dir>/arena.csv``).
-    """
-    from pathlib import Path
-
-    from curiosity_search import load_agent
-    from curiosity_search.eval.evaluation import game_spec
-    from curiosity_search.eval.players import checkpoint_player, parse_player
-
-    agent = load_agent(args.checkpoint)
-    sims = getattr(args, "simulations", None)
-    sims = agent.config.search.eval_num_simulations if sims is None else int(sims)
-    player = checkpoint_player(args.checkpoint, sims, agent=agent)
-    opponent = parse_player(args.opponent, game_spec(agent.config), agent.env)
-    opening_moves = int(getattr(args, "opening_moves", 1) or 0)
-    key = jax.random.key(int(getattr(args, "seed", 0) or 0))
-    try:
-        result = run_match(
-            key, player, opponent, agent.env, args.games, opening_moves=opening_moves
-        )
-    finally:
-        close = getattr(opponent, "close", None)
-        if close is not None:
-            close()
-    print(result.summary())
-    out = getattr(args, "out", None)
-    if out is None:
-        path = Path(args.checkpoint)
-        run_dir = path.parent.parent if path.parent.name == "checkpoints" else path
-        out = run_dir / "arena.csv"
-    row = {
-        "time": time.strftime("%Y-%m-%dT%H:%M:%S"),
-        "iteration": agent.iteration,
-        "simulations": sims,
-        "seed": getattr(args, "seed", 0),
-        **result.to_row(),
-    }
-    append_csv(out, [row])
-    print(f"appended to {out}")
-    return 0

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import functools
 import os
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -308,3 +309,48 @@ def evaluate_run(
         with atomic_path(run_dir / EVAL_FILENAME) as tmp:
             append_csv(tmp, rows)
     return rows
+
+
+def eval_main(args: Any) -> int:
+    """``curiosity-search eval --checkpoint DIR --opponent SPEC --games N``.
+
+    Plays the checkpoint (with ``--simulations``, default the run's
+    ``search.eval_num_simulations``; 0 for the raw policy) against the opponent spec
+    (see ``players.parse_player``) over both colours with one random opening move per
+    colour pair, prints the result and appends it to ``--out`` (default
+    ``<run dir>/arena.csv``).
+    """
+    from curiosity_search import load_agent
+    from curiosity_search.eval.players import checkpoint_player
+
+    agent = load_agent(args.checkpoint)
+    sims = getattr(args, "simulations", None)
+    sims = agent.config.search.eval_num_simulations if sims is None else int(sims)
+    player = checkpoint_player(args.checkpoint, sims, agent=agent)
+    opponent = parse_player(args.opponent, game_spec(agent.config), agent.env)
+    opening_moves = int(getattr(args, "opening_moves", 1) or 0)
+    key = jax.random.key(int(getattr(args, "seed", 0) or 0))
+    try:
+        result = run_match(
+            key, player, opponent, agent.env, args.games, opening_moves=opening_moves
+        )
+    finally:
+        close = getattr(opponent, "close", None)
+        if close is not None:
+            close()
+    print(result.summary())
+    out = getattr(args, "out", None)
+    if out is None:
+        path = Path(args.checkpoint)
+        run_dir = path.parent.parent if path.parent.name == "checkpoints" else path
+        out = run_dir / "arena.csv"
+    row = {
+        "time": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        "iteration": agent.iteration,
+        "simulations": sims,
+        "seed": getattr(args, "seed", 0),
+        **result.to_row(),
+    }
+    append_csv(out, [row])
+    print(f"appended to {out}")
+    return 0

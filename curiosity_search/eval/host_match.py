@@ -15,9 +15,9 @@ from typing import Any
 import jax
 import numpy as np
 
-from curiosity_search.eval.arena import MatchResult, summarize
 from curiosity_search.eval.coords import BLACK, WHITE
 from curiosity_search.eval.htp_player import HtpError, HtpPlayer
+from curiosity_search.eval.match_result import MatchResult, summarize
 from curiosity_search.eval.players import JaxPlayer
 
 

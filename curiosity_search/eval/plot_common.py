@@ -29,16 +29,6 @@ def x_axis(rows: Sequence[dict]) -> tuple[str, str]:
     return "wall_time_s", "training wall time (s)"
 
 
-def wilson_interval(points: float, games: int, z: float = 1.96) -> tuple[float, float]:
-    """Wilson score interval of the score ``points / games`` (draws count 1/2); NaNs if no games."""
-    if games <= 0:
-        return math.nan, math.nan
-    p, z2 = points / games, z * z
-    centre = (p + z2 / (2 * games)) / (1 + z2 / games)
-    half = z * math.sqrt(p * (1 - p) / games + z2 / (4 * games * games)) / (1 + z2 / games)
-    return max(0.0, centre - half), min(1.0, centre + half)
-
-
 def numeric_sort_key(value: str) -> tuple:
     """Sort key: numeric strings first, by value, then the rest alphabetically."""
     return (0, float(value), "") if number(value) == number(value) else (1, 0.0, value)
@@ -67,6 +57,5 @@ __all__ = [
     "number",
     "numeric_sort_key",
     "panel_grid",
-    "wilson_interval",
     "x_axis",
 ]

@@ -48,7 +48,6 @@ from curiosity_search.eval.plot_common import (
     number,
     numeric_sort_key,
     panel_grid,
-    wilson_interval,
     x_axis,
 )
 from curiosity_search.eval.variant_plots import (
@@ -56,6 +55,7 @@ from curiosity_search.eval.variant_plots import (
     variant_figure,
     with_variants,
 )
+from curiosity_search.eval.wilson import wilson_interval
 
 LABEL_KEYS = ("run", "algorithm", "board_size", "network", "seed")
 
@@ -113,7 +113,7 @@ def reference_curves(
     for (*key, role, iteration), rows in sorted(groups.items()):
         games = sum(int(number(r["games"])) for r in rows)
         points = sum(number(r["wins"]) + 0.5 * number(r["draws"]) for r in rows)
-        low, high = wilson_interval(points, games)
+        low, high = wilson_interval(points, games) if games else (math.nan, math.nan)
         out.append(
             {
                 **dict(zip(group_keys, key, strict=True)),

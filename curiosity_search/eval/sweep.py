@@ -56,9 +56,9 @@ from typing import Any
 from curiosity_search.atomic_io import write_text_atomically
 from curiosity_search.errors import UserError
 from curiosity_search.eval.evaluation import EvalPlan, evaluate_run, plan_from_dict
+from curiosity_search.eval.sweep_jobs import die_with_parent, run_parallel
 
 DONE_FILENAME = "DONE"
-LOG_FILENAME = "sweep.log"
 _SWEEP_KEYS = ("name", "base", "set", "grid", "evaluation")
 # Config sections a finished run may differ in and still count as done.
 UNCOMPARED_SECTIONS = ("logging", "checkpoint")
@@ -406,9 +406,10 @@ def run_sweep(
             out(f"changed {run.name}: finished under another config (the sweep file was "
                 "edited); running it again")
     if jobs > 1:
-        from curiosity_search.eval.sweep_jobs import run_parallel
+        def finished(run: SweepRun) -> bool:
+            return run_status(sweep.run_dir(run)) == "done"
 
-        return busy + run_parallel(sweep, todo, jobs, out)
+        return busy + run_parallel(sweep, todo, jobs, out, finished=finished)
     failed = list(busy)
     for run in todo:
         out(f"{statuses[run.name]} -> running {run.name}")
@@ -447,8 +448,6 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="exit when this process (the sweep) has gone")
     args = parser.parse_args(argv)
     if args.parent_pid is not None:
-        from curiosity_search.eval.sweep_jobs import die_with_parent
-
         die_with_parent(args.parent_pid)
     from curiosity_search.compilation_cache import enable_compilation_cache
 

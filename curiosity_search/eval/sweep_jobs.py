@@ -10,6 +10,9 @@ which asks Linux for a SIGTERM when its parent exits (``prctl(PR_SET_PDEATHSIG)`
 where that is unavailable, watches its parent pid from a thread. A killed sweep (even
 by SIGKILL) therefore leaves no training behind, and its run directories' locks
 (``train.workdir_lock``) are free for the rerun.
+
+This module sits below ``sweep`` (it never imports it): the sweep (``sweep.Sweep``)
+and its runs (``sweep.SweepRun``) are passed in, and so is how to tell a finished run.
 """
 
 from __future__ import annotations
@@ -24,8 +27,10 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
+from typing import Any
 
-from curiosity_search.eval.sweep import LOG_FILENAME, Sweep, SweepRun, run_status
+# A child's output goes to <root>/<run>.sweep.log.
+LOG_FILENAME = "sweep.log"
 
 
 def gpu_count() -> int:
@@ -74,7 +79,7 @@ def die_with_parent(parent_pid: int, sig: int = signal.SIGTERM) -> None:
     threading.Thread(target=watch, name="die-with-parent", daemon=True).start()
 
 
-def child_command(sweep: Sweep, run: SweepRun) -> list[str]:
+def child_command(sweep: Any, run: Any) -> list[str]:
     """The command line of the child process that trains and evaluates ``run``."""
     return [
         sys.executable,
@@ -91,13 +96,20 @@ def child_command(sweep: Sweep, run: SweepRun) -> list[str]:
 
 
 def run_parallel(
-    sweep: Sweep,
-    runs: Sequence[SweepRun],
+    sweep: Any,
+    runs: Sequence[Any],
     jobs: int,
     out: Callable[[str], None],
-    command: Callable[[Sweep, SweepRun], list[str]] = child_command,
+    command: Callable[[Any, Any], list[str]] = child_command,
+    *,
+    finished: Callable[[Any], bool],
 ) -> list[str]:
-    """Runs J child processes at a time; returns the names of failed runs."""
+    """Runs J child processes at a time; returns the names of failed runs.
+
+    ``sweep``: a ``sweep.Sweep`` (its ``root`` and ``run_dir(run)``); ``runs``: its
+    ``SweepRun``s; ``finished(run)``: whether the run's directory says it is done (a
+    child that exits 0 without finishing its run failed).
+    """
     gpus = gpu_count()
     visible = os.environ.get("CUDA_VISIBLE_DEVICES", "")
     devices = [d.strip() for d in visible.split(",") if d.strip()] or [str(i) for i in range(gpus)]
@@ -121,7 +133,7 @@ def run_parallel(
             slot, run, log = running.pop(process)
             log.close()
             free_slots.append(slot)
-            ok = process.returncode == 0 and run_status(sweep.run_dir(run)) == "done"
+            ok = process.returncode == 0 and finished(run)
             out(f"{'finished' if ok else 'FAILED'} {run.name} (exit {process.returncode})")
             if not ok:
                 failed.append(run.name)
