@@ -74,7 +74,9 @@ def test_compacted_map_never_shows_fn_an_inactive_row():
     assert seen_nan and not any(seen_nan)
 
 
-@pytest.mark.parametrize("pbest_method", ["accurate", "fast"])
+# The default method in the default run; accurate (~40 s of compilation) with -m slow.
+@pytest.mark.parametrize("pbest_method", [pytest.param("accurate", marks=pytest.mark.slow),
+                                          "fast"])
 def test_compacted_search_equals_full_batch_search(pbest_method):
     # Compaction changes which rows P(best) runs on, never its values: the trees match.
     batch_size, num_actions = 4, 5

@@ -173,7 +173,8 @@ def _search_weights(cfg: Any, overrides: dict[str, float] | None) -> np.ndarray:
     [
         ("alphazero", ("search.puct_form=alphago",), "c_puct", (0.0, 20.0)),
         ("alphazero", (), "pb_c_init", (0.0, 20.0)),
-        ("curiosity", CURIOSITY, "kappa", (0.05, 50.0)),
+        # ~90 s of compilation; test_kappa_is_used_and_two_values_trace_once covers kappa
+        pytest.param("curiosity", CURIOSITY, "kappa", (0.05, 50.0), marks=pytest.mark.slow),
         ("gumbel", (), "c_scale", (0.01, 10.0)),
         ("exit", (), "w_a", (0.0, 100.0)),
         ("exit", ("search.w_a=0.5",), "uct_c", (0.0, 5.0)),
