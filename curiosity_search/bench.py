@@ -1,7 +1,7 @@
 """``curiosity-search bench {search,train}``: throughput benchmarks, written to CSV.
 
 ``bench search`` times our search policies against mctx's on the same model
-(``search.bench.bench_search``) and writes ``results/bench/search_<device>.csv``.
+(``search_bench.bench_search``) and writes ``results/bench/search_<device>.csv``.
 ``bench train`` times one compiled training iteration (self-play moves + updates) for
 the given config, with its network evaluations/s and FLOP/s, and appends a row to
 ``results/bench/train_<device>.csv``. Both print ratios
@@ -198,7 +198,7 @@ def bench_main(args: argparse.Namespace) -> int:
     """Entry point of ``curiosity-search bench``."""
     device = jax.devices()[0].platform
     if args.kind == "search":
-        from curiosity_search.search.bench import bench_search
+        from curiosity_search.search_bench import bench_search
 
         rows = bench_search(
             batch_sizes=args.batch or (64, 256),

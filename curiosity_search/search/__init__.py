@@ -7,11 +7,11 @@ Files (one concept each):
   ``base`` (model outputs and hook signatures);
 - the rules: ``action_selection`` (PUCT MuZero/AlphaGo, UCT-P-NN, Gumbel
   root/interior), ``qtransforms``, ``seq_halving``, ``policies`` (``puct_policy``,
-  ``gumbel_policy``, ``exit_policy``);
-- tools: ``bench`` (kernel timings).
+  ``gumbel_policy``, ``exit_policy``).
 
-Test aids (stub models with known answers, the slow plain-Python reference search)
-live in ``curiosity_search.testing``; random rollouts in ``curiosity_search.envs``.
+The kernel imports no pgx. Test aids (stub models with known answers, the slow
+plain-Python reference search) live in ``curiosity_search.testing``; random rollouts in
+``curiosity_search.envs``; the search benchmark in ``curiosity_search.search_bench``.
 
 Curiosity-driven search is a rule built on these hooks; it lives in its own package,
 ``curiosity_search.curiosity``.
