@@ -96,9 +96,10 @@ def test_kernel_matches_reference(num_outcomes, belief_summary, max_depth, termi
         # Descents never enter a proven node: none has a visit after its proof, so a
         # proven leaf (terminal) has exactly one visit.
         assert all(n.visits == 1 for n in nodes if n.proven and not n.children)
-    # The max_depth re-evaluations (or a proven root's skipped simulations) and proofs
-    # above the leaves are exercised.
-    assert unused > 0
+    # The max_depth re-evaluations leave slots unused; without max_depth only a proven
+    # root's skipped simulations do, which depends on the draw (the K = 2 case has one).
+    # Proofs above the leaves are exercised in every case.
+    assert unused > 0 or max_depth is None
     assert proven_interior > 0
     assert np.all(np.isfinite(out.action_weights)) and np.all(out.action_weights[invalid] == 0)
     np.testing.assert_allclose(out.action_weights.sum(-1), 1.0, atol=1e-5)
