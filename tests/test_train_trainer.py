@@ -76,9 +76,15 @@ def test_selfplay_is_legal_and_resets_finished_games(run):
     else:
         assert (np.abs(data.value_target) <= 1.0 + 1e-5).all()
     if trainer.selfplay.value_target == "search_belief":
-        assert (data.belief_target > 0).all()
+        # Unresolved roots: a proper Dirichlet; proven roots: their exact outcome (zeros
+        # allowed), flagged so that the loss treats them as exact.
+        proven = data.belief_target_proven
+        assert (data.belief_target[~proven] > 0).all()
+        assert (data.belief_target >= 0).all() and (data.belief_target.sum(-1) > 0).all()
     if trainer.selfplay.action_beliefs:
-        assert (data.action_belief_target > 0).all() and data.action_belief_mask.any()
+        exact = data.action_belief_proven[..., None]
+        assert (data.action_belief_target >= 0).all() and data.action_belief_mask.any()
+        assert np.where(exact, 1.0, data.action_belief_target).min() > 0
 
 
 @pytest.mark.parametrize("num_simulations", [0, 4])
