@@ -43,7 +43,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
-from jax.scipy.special import gammaln
+from jax.scipy.special import entr, gammaln
 
 from curiosity_search.curiosity.beliefs import entropy_bits as dirichlet_entropy_bits
 from curiosity_search.curiosity.beliefs import kl_dirichlet_bits
@@ -187,9 +187,7 @@ def compute_losses(
     policy_loss = _masked_mean(-jnp.sum(batch.policy_target * log_policy, axis=-1), weights)
     policy_loss = policy_loss / units
     policy_entropy = -jnp.sum(jnp.exp(log_policy) * log_policy * legal, axis=-1) / LN2
-    target = batch.policy_target
-    target_entropy = -jnp.sum(jnp.where(target > 0, target * jnp.log(
-        jnp.where(target > 0, target, 1.0)), 0.0), axis=-1) / LN2
+    target_entropy = jnp.sum(entr(batch.policy_target), axis=-1) / LN2
 
     value = output.value.astype(jnp.float32)
     value_mse = _masked_mean(jnp.square(value - batch.value_target), weights)
