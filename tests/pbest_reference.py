@@ -7,9 +7,15 @@ mass sits within 1e-300 of 0 or 1 still compare correctly (float64):
 
 - K = 2, Beta(w, l): ``logit(p) = log G_w - log G_l``;
 - K = 3, Dirichlet(w, d, l), score ``s = p_w + p_d / 2``:
-  ``logit(s) = logaddexp(log G_w, log G_d - log 2) - logaddexp(log G_l, log G_d - log 2)``.
+  ``logit(s) = softplus(a) - softplus(b)`` with ``a = log G_w - log G_d + log 2`` and
+  ``b = log G_l - log G_d + log 2``. Near the draw vertex (``G_d`` far above ``G_w`` and
+  ``G_l``, which concentrations far below 1 make common) ``logit(s)`` is ``~e^a - e^b``,
+  below float64's smallest number: formed directly it would be exactly 0 for many draws
+  of many arms, and the argmax would break those ties by index. So each draw is kept as
+  its sign and ``log |logit(s)|`` (exact for any magnitude) and compared through an
+  order-preserving key (``score_keys``).
 
-The best arm of a draw is the argmax of the legal arms' logits. With ``M`` samples the
+The best arm of a draw is the argmax of the legal arms' keys. With ``M`` samples the
 standard error of each probability is at most ``0.5 / sqrt(M)``.
 """
 
@@ -29,15 +35,33 @@ def log_gamma_variates(rng: np.random.Generator, concentrations: np.ndarray,
     return np.log(boosted) + np.log(rng.random(shape)) / conc
 
 
-def logit_scores(rng: np.random.Generator, concentrations: np.ndarray,
-                 num_samples: int) -> np.ndarray:
-    """``[M, ..., A]`` float64 draws of logit(score) for beliefs ``[..., A, K]``."""
+_KEY_OFFSET = 1e7  # > |log |logit(s)|| for any float64 log-Gamma draw
+
+
+def score_keys(rng: np.random.Generator, concentrations: np.ndarray,
+               num_samples: int) -> np.ndarray:
+    """``[M, ..., A]`` float64 keys, in the order of logit(score), for beliefs ``[..., A, K]``.
+
+    K = 2: ``logit(p)`` itself. K = 3: ``sign * (log |logit(s)| + _KEY_OFFSET)``, which
+    orders draws like ``logit(s)`` even where ``|logit(s)|`` underflows float64.
+    """
     log_gamma = log_gamma_variates(rng, concentrations, num_samples)
     if log_gamma.shape[-1] == 2:
         return log_gamma[..., 0] - log_gamma[..., 1]
-    half_draw = log_gamma[..., 1] - math.log(2.0)
-    return (np.logaddexp(log_gamma[..., 0], half_draw)
-            - np.logaddexp(log_gamma[..., 2], half_draw))
+    a = log_gamma[..., 0] - log_gamma[..., 1] + math.log(2.0)
+    b = log_gamma[..., 2] - log_gamma[..., 1] + math.log(2.0)
+    gap = np.abs(a - b)
+    sign = np.sign(a - b)
+    # logit(s) = log1p(u), u = (e^a - e^b) / (1 + e^b), |u| from logs (no overflow).
+    with np.errstate(divide="ignore"):
+        log_abs_u = np.maximum(a, b) + np.log(-np.expm1(-gap)) - np.logaddexp(0.0, b)
+    u = sign * np.exp(np.minimum(log_abs_u, 700.0))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        log_abs_logit = np.where(
+            log_abs_u < -700.0, log_abs_u,  # log1p(u) = u to float64 precision
+            np.where(log_abs_u > 700.0, np.log(log_abs_u),  # log1p(u) = log u
+                     np.log(np.abs(np.log1p(u)))))
+    return np.where(sign == 0, 0.0, sign * (log_abs_logit + _KEY_OFFSET))
 
 
 def monte_carlo_best_arm(
@@ -55,7 +79,7 @@ def monte_carlo_best_arm(
     rng = np.random.default_rng(seed)
     counts = np.zeros(shape, np.float64)
     for start in range(0, num_samples, chunk):
-        scores = logit_scores(rng, conc, min(chunk, num_samples - start))
+        scores = score_keys(rng, conc, min(chunk, num_samples - start))
         scores = np.where(illegal, -np.inf, scores)
         best = np.argmax(scores, axis=-1)  # [M, ...]
         counts += (best[..., None] == np.arange(shape[-1])).sum(0)

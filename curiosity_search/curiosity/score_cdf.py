@@ -10,6 +10,7 @@ All functions are pure and jit/vmap-able.
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import jax
@@ -256,6 +257,32 @@ def _trapezoid_weights(table: _LogitBetaTable) -> Array:
     return weights / jnp.maximum(jnp.sum(weights, axis=-1, keepdims=True), _TINY)
 
 
+def _log_twice_minus(z: Array, y: Array) -> Array:
+    """``log(2 sigmoid(z) - sigmoid(y))`` (``-inf`` where it is <= 0), from the logits,
+    without forming ``sigmoid`` near 0 or 1; shapes broadcast."""
+    ratio = jnp.exp(jax.nn.log_sigmoid(y) - math.log(2.0) - jax.nn.log_sigmoid(z))
+    below = ratio < 1.0
+    return jnp.where(below, math.log(2.0) + jax.nn.log_sigmoid(z)
+                     + jnp.log1p(-jnp.where(below, ratio, 0.0)), -jnp.inf)
+
+
+def _log_sigmoid_gap(high: Array, low: Array) -> Array:
+    """``log(sigmoid(high) - sigmoid(low))`` (``-inf`` where ``high <= low``), exact in
+    float32 for any logits: ``sigmoid(h) - sigmoid(l) = sinh((h - l) / 2) / (2 cosh(h / 2)
+    cosh(l / 2))``; shapes broadcast."""
+    gap = 0.5 * (high - low)
+    positive = gap > 0
+    safe = jnp.where(positive, gap, 1.0)
+    log_two_sinh = safe + jnp.log(-jnp.expm1(-2.0 * safe))
+    return jnp.where(positive, log_two_sinh - _log_two_cosh(0.5 * high) - _log_two_cosh(0.5 * low),
+                     -jnp.inf)
+
+
+def _log_two_cosh(a: Array) -> Array:
+    """``log(2 cosh(a))``, any ``a``."""
+    return jnp.abs(a) + jnp.log1p(jnp.exp(-2.0 * jnp.abs(a)))
+
+
 def score_cdf_dirichlet(concentrations: Array, edges: Array) -> Array:
     """K = 3: CDF of s = p_w + p_d / 2 at logit edges, ``[..., A, G]``.
 
@@ -268,23 +295,24 @@ def score_cdf_dirichlet(concentrations: Array, edges: Array) -> Array:
     win, draw, loss = concentrations[..., 0], concentrations[..., 1], concentrations[..., 2]
     draw_table = _logit_beta_table(draw, win + loss)  # t
     ratio_table = _logit_beta_table(win, loss)  # B
-    # th = 2 x - 1 for the edge x = sigmoid(edge).
-    th = jnp.tanh(0.5 * edges)[..., None, :, None]  # [..., 1, G, 1]
+    z = edges[..., None, :, None]  # [..., 1, G, 1] logit of the edge x
+    shape = jnp.broadcast_shapes(z.shape, draw_table.mode.shape + (1, _TABLE_NODES))
 
-    # Integrate over t: P(s <= x | t) = F_B(logit((x - t/2) / (1 - t))).
-    t_nodes = _table_nodes(draw_table)[..., None, :]  # [..., A, 1, S]
-    one_minus_t = jax.nn.sigmoid(-t_nodes)
-    arg_t = _safe_log(one_minus_t + th) - _safe_log(one_minus_t - th)  # [..., A, G, S]
+    # Integrate over t: P(s <= x | t) = F_B(logit((x - t/2) / (1 - t))) with
+    # logit(...) = log(2x - t) - log(2(1 - x) - t), both written in logits (no 1 - x).
+    y = _table_nodes(draw_table)[..., None, :]  # [..., A, 1, S] logit t
+    arg_t = (_log_twice_minus(z, y) - _log_twice_minus(-z, y))
     arg_t = jnp.where(jnp.isnan(arg_t), 0.0, arg_t)
-    shape = arg_t.shape
     cond_b = _table_cdf(ratio_table, arg_t.reshape(shape[:-2] + (-1,))).reshape(shape)
     cdf_over_t = jnp.sum(cond_b * _trapezoid_weights(draw_table)[..., None, :], axis=-1)
 
-    # Integrate over B: with c = 2B - 1, s <= x iff (1 - t) c <= th.
-    c = jnp.tanh(0.5 * _table_nodes(ratio_table))[..., None, :]  # [..., A, 1, S]
-    positive = c > 0
-    arg_pos = _safe_log(c - th) - _safe_log(th)  # P = 1 - F_t(arg_pos)
-    arg_neg = _safe_log(th - c) - _safe_log(-th)  # P = F_t(arg_neg)
+    # Integrate over B: with c = 2B - 1 and th = 2x - 1, s <= x iff (1 - t) c <= th:
+    # c > 0: P = 1 - F_t(log(c - th) - log(th)); c < 0: P = F_t(log(th - c) - log(-th)),
+    # each difference of sigmoids in closed form from the logits (exact in the tails).
+    w = _table_nodes(ratio_table)[..., None, :]  # [..., A, 1, S] logit B
+    positive = w > 0
+    arg_pos = _log_sigmoid_gap(w, z) - _log_sigmoid_gap(z, jnp.zeros_like(z))
+    arg_neg = _log_sigmoid_gap(z, w) - _log_sigmoid_gap(jnp.zeros_like(z), z)
     arg_b = jnp.where(positive, arg_pos, arg_neg)
     arg_b = jnp.where(jnp.isnan(arg_b), 0.0, arg_b)
     cond_t = _table_cdf(draw_table, arg_b.reshape(shape[:-2] + (-1,))).reshape(shape)
