@@ -293,43 +293,42 @@ def score_cdf_dirichlet(concentrations: Array, edges: Array) -> Array:
     trapezoid rule on its table nodes, and read the other CDF from its table.
     """
     win, draw, loss = concentrations[..., 0], concentrations[..., 1], concentrations[..., 2]
-    draw_table = _logit_beta_table(draw, win + loss)  # t
-    ratio_table = _logit_beta_table(win, loss)  # B
-    z = edges[..., None, :, None]  # [..., 1, G, 1] logit of the edge x
-    shape = jnp.broadcast_shapes(z.shape, draw_table.mode.shape + (1, _TABLE_NODES))
-
-    # Integrate over t: P(s <= x | t) = F_B(logit((x - t/2) / (1 - t))) with
-    # logit(...) = log(2x - t) - log(2(1 - x) - t), both written in logits (no 1 - x).
-    y = _table_nodes(draw_table)[..., None, :]  # [..., A, 1, S] logit t
-    arg_t = (_log_twice_minus(z, y) - _log_twice_minus(-z, y))
-    arg_t = jnp.where(jnp.isnan(arg_t), 0.0, arg_t)
-    cond_b = _table_cdf(ratio_table, arg_t.reshape(shape[:-2] + (-1,))).reshape(shape)
-    cdf_over_t = jnp.sum(cond_b * _trapezoid_weights(draw_table)[..., None, :], axis=-1)
-
-    # Integrate over B: with c = 2B - 1 and th = 2x - 1, s <= x iff (1 - t) c <= th:
-    # c > 0: P = 1 - F_t(log(c - th) - log(th)); c < 0: P = F_t(log(th - c) - log(-th)),
-    # each difference of sigmoids in closed form from the logits (exact in the tails).
-    w = _table_nodes(ratio_table)[..., None, :]  # [..., A, 1, S] logit B
-    positive = w > 0
-    arg_pos = _log_sigmoid_gap(w, z) - _log_sigmoid_gap(z, jnp.zeros_like(z))
-    arg_neg = _log_sigmoid_gap(z, w) - _log_sigmoid_gap(jnp.zeros_like(z), z)
-    arg_b = jnp.where(positive, arg_pos, arg_neg)
-    arg_b = jnp.where(jnp.isnan(arg_b), 0.0, arg_b)
-    cond_t = _table_cdf(draw_table, arg_b.reshape(shape[:-2] + (-1,))).reshape(shape)
-    cond_t = jnp.where(positive, 1.0 - cond_t, cond_t)
-    cdf_over_b = jnp.sum(cond_t * _trapezoid_weights(ratio_table)[..., None, :], axis=-1)
-
-    # Spread of s induced by each variable (linearized at the means).
+    # Spread of s induced by each variable (linearized at the means): integrate over the
+    # one that moves s less, per arm.
     total = win + draw + loss
     mean_t = draw / total
     sd_t = jnp.sqrt(mean_t * (1.0 - mean_t) / (total + 1.0))
     mean_b = win / (win + loss)
     sd_b = jnp.sqrt(mean_b * (1.0 - mean_b) / (win + loss + 1.0))
-    moved_by_t = jnp.abs(0.5 - mean_b) * sd_t
-    moved_by_b = (1.0 - mean_t) * sd_b
-    use_t = (moved_by_t <= moved_by_b)[..., None]
-    return jnp.where(use_t, cdf_over_t, cdf_over_b)
+    use_t = jnp.abs(0.5 - mean_b) * sd_t <= (1.0 - mean_t) * sd_b  # [..., A]
+    draw_table = _logit_beta_table(draw, win + loss)  # t
+    ratio_table = _logit_beta_table(win, loss)  # B
+    # The integration variable's table and the conditional one, chosen per arm, so each
+    # arm makes one set of table lookups.
+    pick = lambda first, second: jax.tree.map(
+        lambda a, b: jnp.where(use_t.reshape(use_t.shape + (1,) * (a.ndim - use_t.ndim)), a, b),
+        first, second)
+    outer_table = pick(draw_table, ratio_table)
+    inner_table = pick(ratio_table, draw_table)
+    z = edges[..., None, :, None]  # [..., 1, G, 1] logit of the edge x
+    nodes = _table_nodes(outer_table)[..., None, :]  # [..., A, 1, S]
+    shape = jnp.broadcast_shapes(z.shape, nodes.shape)
 
+    # Over t (nodes = logit t): P(s <= x | t) = F_B(log(2x - t) - log(2(1 - x) - t)),
+    # both logs written in logits (no 1 - x).
+    arg_t = _log_twice_minus(z, nodes) - _log_twice_minus(-z, nodes)
+    # Over B (nodes = logit B), with c = 2B - 1 and th = 2x - 1, s <= x iff (1 - t) c <= th:
+    # c > 0: P = 1 - F_t(log(c - th) - log(th)); c < 0: P = F_t(log(th - c) - log(-th)),
+    # each difference of sigmoids in closed form from the logits (exact in the tails).
+    positive = (nodes > 0) & ~use_t[..., None, None]
+    zero = jnp.zeros_like(z)
+    arg_pos = _log_sigmoid_gap(nodes, z) - _log_sigmoid_gap(z, zero)
+    arg_neg = _log_sigmoid_gap(z, nodes) - _log_sigmoid_gap(zero, z)
+    arg = jnp.where(use_t[..., None, None], arg_t, jnp.where(positive, arg_pos, arg_neg))
+    arg = jnp.where(jnp.isnan(arg), 0.0, arg)
+    conditional = _table_cdf(inner_table, arg.reshape(shape[:-2] + (-1,))).reshape(shape)
+    conditional = jnp.where(positive, 1.0 - conditional, conditional)
+    return jnp.sum(conditional * _trapezoid_weights(outer_table)[..., None, :], axis=-1)
 
 def score_cdf(concentrations: Array, edges: Array) -> Array:
     """CDF of each arm's score at ``sigmoid(edges)``.
