@@ -3,8 +3,8 @@
 Files (one concept each):
 
 - the kernel: ``tree`` (the preallocated ``[B, N, ...]`` Tree), ``search`` (the loop:
-  simulate, expand, backup), ``descent`` (simulate: root to the edge to expand),
-  ``base`` (model outputs and hook signatures);
+  simulate (``descend``: root to the edge to expand), expand, backup), ``base`` (model
+  outputs and hook signatures);
 - the rules: ``action_selection`` (PUCT MuZero/AlphaGo, UCT-P-NN, Gumbel
   root/interior), ``qtransforms``, ``seq_halving``, ``policies`` (``puct_policy``,
   ``gumbel_policy``, ``exit_policy``).
