@@ -23,10 +23,11 @@ Two methods, both within 0.01 (max abs) of a Monte Carlo in logit space
   quantile candidates, a sort), per-arm CDFs come from tabulated logit-Beta CDFs
   (``score_cdf``), cell masses are exact, and each arm's density is linear inside a
   cell, integrated against the product of the others' CDFs by 3-point Gauss-Legendre.
-  Any belief. ~0.8 ms per row of 122 arms on this CPU. For K = 3 its score CDF (a 1-D
-  integral of the exact representation) is accurate for concentrations above ~0.3,
-  but errs by 0.01-0.1 when a component is far below 1 (measured, see
-  tests/test_best_arm.py).
+  Any belief. ~0.8 ms per row of 122 arms on this CPU. For K = 3 (the score CDF a
+  1-D integral of the exact representation) it errs by up to ~0.01 on random beliefs
+  and up to ~0.12 when a component is far below 1, where beliefs sit at a vertex and
+  compare at ``|logit(score)|`` below float32's range (measured, 30 cases per regime,
+  see tests/test_best_arm.py).
 - ``fast`` (the search's default): for K = 2 rows inside the **envelope** (every
   uncertain arm with ``alpha, beta >= FAST_MIN_CONCENTRATION`` and ``alpha + beta <=
   FAST_MAX_TOTAL``; no fractional exact score), a kernel exact up to quadrature: the
