@@ -189,13 +189,25 @@ def _accurate_core(concentrations: Array, valid: Array, threshold: Array,
     return probability, exact_share
 
 
-def _others_product(cdf: Array) -> Array:
-    """``prod_{b != a} F_b`` over the arm axis -2 of ``cdf [..., A, C]``: ``exp(S - log F_a)``
-    with ``S = sum_b log F_b``; zero CDFs are counted, not logged."""
+def _log_cdf_product(cdf: Array) -> tuple[Array, Array, Array, Array]:
+    """The product of all arms' CDFs at each node, in logs, zero CDFs counted, not logged
+    (seeds/002's step 3), for ``cdf [..., A, C]`` (arms on axis -2).
+
+    Returns ``(log_cdf [..., A, C], total_log [..., 1, C], is_zero [..., A, C],
+    total_zeros [..., 1, C])``: ``log F_a`` (0 where ``F_a = 0``), ``sum_b log F_b`` over
+    the nonzero CDFs, and the zero counts. Both methods take ``prod_{b != a} F_b`` from
+    these: ``exp(total_log - log_cdf)`` where ``total_zeros - is_zero == 0``, else 0.
+    """
     is_zero = cdf <= 0.0
     log_cdf = jnp.log(jnp.where(is_zero, 1.0, cdf))
     total_log = jnp.sum(log_cdf, axis=-2, keepdims=True)
     total_zeros = jnp.sum(is_zero, axis=-2, keepdims=True)
+    return log_cdf, total_log, is_zero, total_zeros
+
+
+def _others_product(cdf: Array) -> Array:
+    """``prod_{b != a} F_b`` over the arm axis -2 of ``cdf [..., A, C]``."""
+    log_cdf, total_log, is_zero, total_zeros = _log_cdf_product(cdf)
     return jnp.where(total_zeros - is_zero > 0, 0.0, jnp.exp(total_log - log_cdf))
 
 
@@ -272,7 +284,10 @@ def _fast_core(concentrations: Array, valid: Array, grid_size: int) -> Array:
                             upper[..., None]], axis=-1)
     middle = jnp.where(valid[..., None], jnp.clip(middle, 0.0, 1.0), 1.0)
     ratio = jnp.where(middle > 0.0, mass / jnp.where(middle > 0.0, middle, 1.0), 0.0)
-    total_log = jnp.sum(jnp.log(middle), axis=-2)  # [..., S]; -inf where a CDF is 0
+    # prod_{b != a} F_b = ratio * prod_b F_b: the product of all CDFs per node once (as
+    # the accurate method), scaled by its peak, then a matrix-vector product.
+    _, total_log, _, total_zeros = _log_cdf_product(middle)
+    total_log = jnp.where(total_zeros > 0, -jnp.inf, total_log)[..., 0, :]  # [..., S]
     peak = jnp.max(total_log, axis=-1, keepdims=True)
     peak = jnp.where(jnp.isfinite(peak), peak, 0.0)
     probability = jnp.einsum("...as,...s->...a", ratio, jnp.exp(total_log - peak),
