@@ -23,7 +23,7 @@ continues; its rows equal an uninterrupted run's except for the timing keys
 (``TIMING_KEYS``). ``restart`` deletes a run's checkpoints and metrics first and starts
 from iteration 0. Before anything is built, ``memory_estimate.check_memory`` refuses a
 config whose shapes cannot fit in the devices' memory. A non-finite loss stops the run
-without saving the bad state; the last checkpoint stays the latest, and ``train_main``
+without saving the bad state; the last checkpoint stays the latest, and ``train_and_report``
 exits 1.
 
 Devices: the run spans every device (``jax.devices()``, every host's in a multi-host
@@ -41,7 +41,6 @@ part in each checkpoint save. Evaluation runs on each process's first local devi
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import dataclasses
 import json
@@ -55,7 +54,6 @@ import jax
 from jax.sharding import NamedSharding, PartitionSpec
 
 from curiosity_search.atomic_io import write_text_atomically
-from curiosity_search.errors import UserError
 from curiosity_search.train.checkpoint import (
     CheckpointStore,
     HostCounters,
@@ -342,21 +340,23 @@ def _loop(
 
 
 # ----------------------------------------------------------------------------- CLI
-def train_main(args: argparse.Namespace) -> int:
-    """``curiosity-search train``: loads the config, trains, prints the outcome.
+def train_and_report(
+    cfg: Any,
+    workdir: str | Path,
+    *,
+    resume: bool = False,
+    restart: bool = False,
+) -> int:
+    """``curiosity-search train``: trains ``cfg`` in ``workdir``, prints the outcome.
 
-    Reads ``args.config`` (path; with ``--resume`` or ``--restart`` it defaults to the
-    workdir's ``config.yaml``), ``args.set`` (``key=value`` overrides), ``args.workdir`` (default
-    ``runs/<config stem>``), ``args.resume``, ``args.restart``, and ``args.cfg`` when
-    the CLI has already loaded the config (then ``config``/``set`` are not read again).
     Returns the exit code: 0 done (all iterations or the time limit), 1 stopped on a
-    non-finite loss, 2 unusable config, run directory, checkpoint, file or multi-host
-    environment (one ``error: ...`` line on stderr).
+    non-finite loss, 2 an unusable multi-host environment (one ``error: ...`` line on
+    stderr). An unusable run directory, checkpoint or file raises (``UserError``,
+    ``OSError``: the CLI prints them on one line and exits 2).
 
     A multi-host run is started first (``distributed.maybe_initialize_distributed``,
     from ``CURIOSITY_SEARCH_*`` environment variables), before any JAX computation.
     """
-    from curiosity_search.config import ConfigError, load_config
     from curiosity_search.train.distributed import (
         DistributedError,
         maybe_initialize_distributed,
@@ -367,36 +367,10 @@ def train_main(args: argparse.Namespace) -> int:
     except DistributedError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    resume = bool(getattr(args, "resume", False))
-    restart = bool(getattr(args, "restart", False))
-    workdir = getattr(args, "workdir", None)
-    config_path = getattr(args, "config", None)
-    if config_path is None and (resume or restart) and workdir is not None:
-        config_path = Path(workdir) / CONFIG_FILENAME
-    if config_path is None:
-        print("error: train needs --config FILE (or --resume/--restart --workdir DIR)",
-              file=sys.stderr)
-        return 2
-    config_path = Path(config_path)
-    cfg = getattr(args, "cfg", None)  # the CLI has loaded and validated it already
-    if cfg is None:
-        try:
-            cfg = load_config(config_path, tuple(getattr(args, "set", None) or ()))
-        except ConfigError as error:
-            print(f"error: {error}", file=sys.stderr)
-            return 2
-    workdir = workdir or Path("runs") / config_path.stem
-    try:
-        result = train(cfg, workdir, resume=resume, restart=restart)
-    except UserError as error:  # ConfigError, RunDirError, CheckpointError
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    except OSError as error:  # e.g. the disk filled up mid-run
-        print(f"error: {error}", file=sys.stderr)
-        return 2
+    result = train(cfg, workdir, resume=resume, restart=restart)
     if jax.process_index() == 0:
         print(result.message, file=sys.stderr if not result.ok else sys.stdout, flush=True)
     return 0 if result.ok else 1
 
 
-__all__ = ["RunResult", "train", "train_main"]
+__all__ = ["RunResult", "train", "train_and_report"]
