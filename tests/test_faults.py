@@ -37,7 +37,7 @@ from curiosity_search.sweeps.sweep import (
 from curiosity_search.train import run
 from curiosity_search.train.checkpoint import CheckpointError, checkpoint_dir
 from curiosity_search.train.metrics_log import read_rows
-from curiosity_search.train.run_accounting import TIMING_KEYS
+from curiosity_search.train.run import TIMING_KEYS
 from curiosity_search.train.run_dir import RunDirWarning
 from curiosity_search.train.workdir_lock import (
     LOCK_FILENAME,

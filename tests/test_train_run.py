@@ -16,7 +16,7 @@ from curiosity_search.config import ConfigError, config_from_dict, load_config, 
 from curiosity_search.train import run, run_dir
 from curiosity_search.train.checkpoint import CheckpointStore, checkpoint_dir
 from curiosity_search.train.metrics_log import read_rows
-from curiosity_search.train.run_accounting import TIMING_KEYS
+from curiosity_search.train.run import TIMING_KEYS
 from curiosity_search.train.workdir_lock import RunDirError
 
 CONFIGS = Path(__file__).resolve().parent.parent / "configs"

@@ -70,7 +70,7 @@ def _compute(cfg: Any, trainer: Any, params: Any) -> Any:
     import math
 
     from curiosity_search.nets.flops import forward_flops
-    from curiosity_search.train.run_accounting import make_compute_model
+    from curiosity_search.train.run import make_compute_model
     from curiosity_search.train.sharding import local_copy
 
     compute = make_compute_model(cfg, trainer, local_copy(params))
@@ -103,7 +103,7 @@ def bench_train(cfg: Any, repeats: int = 3) -> dict[str, Any]:
        less a steady one (the step's compilation, or its load from JAX's persistent
        cache; timing the compile on its own would compile the whole iteration once
        more, the longest part of this benchmark on an accelerator).
-    3. The compute, counted as training counts it (``train.run_accounting``: network
+    3. The compute, counted as training counts it (``train.run.ComputeModel``: network
        FLOPs only, one forward pass measured by XLA's cost analysis, an update = 3
        forward passes): ``forward_flops`` per position, ``network_evaluations`` per
        iteration (self-play: ``games * moves * (simulations + 1)``),
