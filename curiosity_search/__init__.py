@@ -1,7 +1,8 @@
 """curiosity_search: self-play and tree search for board games, in JAX.
 
-Layers, lowest first (a lower layer never imports a higher one):
-``envs`` -> ``search`` -> ``nets`` -> ``train`` -> ``eval``.
+Layers, lowest first (a lower layer never imports a higher one; ``tests/test_layering.py``):
+``envs`` -> ``search``, ``nets``, ``htp`` -> ``curiosity`` -> ``testing``, ``rules`` ->
+``config`` -> ``train`` -> ``eval`` -> ``plots``, ``sweeps``, ``bench`` -> ``cli``.
 """
 
 from __future__ import annotations

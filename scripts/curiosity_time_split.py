@@ -3,7 +3,7 @@
     python scripts/curiosity_time_split.py [--batch 64 256] [--sims 32] [--repeats 10]
         [--out results/bench/curiosity_time_split_cpu.csv]
 
-Times, on the benchmark's models (``curiosity_search.search_bench``: pgx Hex 11x11 + MLP),
+Times, on the benchmark's models (``curiosity_search.bench.search``: pgx Hex 11x11 + MLP),
 interleaved rounds, fastest round kept:
 
 - ``gumbel``: our ``gumbel_policy`` on the plain model (the 0.5x target's baseline);
@@ -44,13 +44,13 @@ import jax
 import jax.numpy as jnp
 
 from curiosity_search.atomic_io import write_csv_atomically
-from curiosity_search.curiosity import backup, best_arm, compaction, curiosity_policy, nodes
-from curiosity_search.search import policies
-from curiosity_search.search_bench import (
+from curiosity_search.bench.search import (
     interleaved_min_seconds,
     make_hex_belief_model,
     make_hex_model,
 )
+from curiosity_search.curiosity import backup, best_arm, compaction, curiosity_policy, nodes
+from curiosity_search.search import policies
 
 
 def mean_score_softmax(concentrations, invalid_actions=None, grid_size=21, method="fast",

@@ -31,7 +31,7 @@
 #     compute, self-play batch 4096 (halved once if it does not fit), train batch
 #     1024; moves and updates per iteration cut from the configs' 16 and 32 to 8 and
 #     16 (same positions per update) to fit the time. Rows appended to
-#     $OUT/bench_train.csv (the columns of curiosity_search/bench.py: positions/s,
+#     $OUT/bench_train.csv (the columns of curiosity_search/bench/train.py: positions/s,
 #     network evaluations/s, FLOPs/s, the phase split, compile seconds).
 #  4. summary: $OUT/bench_summary.csv, per config: positions/s, network
 #     evaluations/s, network FLOP/s and the fraction of the H200's bf16 dense peak.

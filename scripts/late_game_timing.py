@@ -30,7 +30,7 @@ from curiosity_search.envs import make
 from curiosity_search.envs.late_game import ProofSearch, bitboards_from_states
 from curiosity_search.envs.late_positions import late_positions_from_play, random_late_positions
 from curiosity_search.eval.players import GameSpec
-from curiosity_search.eval.references import REFERENCE_FILENAME, reference_dir
+from curiosity_search.eval.reference_player import REFERENCE_FILENAME, reference_dir
 
 
 def selfplay_player(size: int, env):

@@ -15,7 +15,7 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-from curiosity_search.eval.variant_plots import variant_name
+from curiosity_search.plots.variants import variant_name
 
 
 def main(folder: str) -> None:

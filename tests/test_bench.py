@@ -6,7 +6,7 @@ import math
 
 from train_fixtures import tiny_config
 
-from curiosity_search.bench import bench_train
+from curiosity_search.bench.train import bench_train
 
 
 def test_bench_train_reports_the_loop_and_the_phases():

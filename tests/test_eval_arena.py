@@ -9,7 +9,8 @@ import pytest
 from curiosity_search.envs import make
 from curiosity_search.eval.arena import append_csv, play_match, read_csv
 from curiosity_search.eval.match_result import summarize
-from curiosity_search.eval.players import GameSpec, mcts_player, parse_player, random_player
+from curiosity_search.eval.player_specs import parse_player
+from curiosity_search.eval.players import GameSpec, mcts_player, random_player
 from curiosity_search.eval.wilson import wilson_interval
 
 

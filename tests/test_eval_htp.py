@@ -11,12 +11,13 @@ import numpy as np
 import pytest
 
 from curiosity_search.eval.arena import run_match
-from curiosity_search.eval.coords import CoordinateError, action_to_cell, cell_to_action
-from curiosity_search.eval.htp import HtpEngine
-from curiosity_search.eval.htp_player import HtpError
-from curiosity_search.eval.players import GameSpec, parse_player
+from curiosity_search.eval.player_specs import parse_player
+from curiosity_search.eval.players import GameSpec
+from curiosity_search.htp.client import HtpError
+from curiosity_search.htp.coords import CoordinateError, action_to_cell, cell_to_action
+from curiosity_search.htp.engine import HtpEngine
 
-ENGINE = f"{sys.executable} -m curiosity_search.eval.htp --player random --size 3"
+ENGINE = f"{sys.executable} -m curiosity_search.cli.htp_engine --player random --size 3"
 
 
 def _first_legal(env):

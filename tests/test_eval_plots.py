@@ -10,8 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from curiosity_search import cli
 from curiosity_search.eval.frontier import fit_frontier, frontier
-from curiosity_search.eval.plots import load_runs, make_plots, plot_main
+from curiosity_search.plots.make import load_runs, make_plots
 
 
 def _fake_run(root: Path, board: int, algorithm: str, seed: int, rng) -> None:
@@ -109,12 +110,8 @@ def test_plots_write_every_figure_and_table(sweep_dir: Path, tmp_path: Path) -> 
     assert all(float(f["slope"]) > 0 for f in fits)
 
 
-def test_plot_main_defaults_to_first_dir(sweep_dir: Path) -> None:
-    class Args:
-        dirs = [sweep_dir]
-        out = None
-
-    assert plot_main(Args()) == 0
+def test_plot_verb_defaults_to_first_dir(sweep_dir: Path) -> None:
+    assert cli.main(["plot", str(sweep_dir)]) == 0
     assert (sweep_dir / "elo_vs_compute.png").exists()
     assert (sweep_dir / "PLOTS_COMMAND.txt").exists()
 
@@ -159,7 +156,7 @@ def test_optimal_move_rate_curves_from_solver_evaluations(tmp_path: Path) -> Non
 
 
 def test_variants_pool_seeds_of_each_grid_entry(sweep_dir: Path, tmp_path: Path) -> None:
-    from curiosity_search.eval.variant_plots import variant_name
+    from curiosity_search.plots.variants import variant_name
 
     assert variant_name("tpt-online-seed12") == "tpt-online"
     assert variant_name("hex4-curiosity") == "hex4-curiosity"

@@ -11,9 +11,10 @@ import pytest
 from train_fixtures import TINY_HEX
 
 from curiosity_search import load_agent
-from curiosity_search.eval import references
+from curiosity_search.eval import reference_player, references
 from curiosity_search.eval.arena import play_match
-from curiosity_search.eval.players import GameSpec, parse_player, random_player
+from curiosity_search.eval.player_specs import parse_player
+from curiosity_search.eval.players import GameSpec, random_player
 from curiosity_search.train.checkpoint import CheckpointError
 
 CONFIGS = Path(__file__).resolve().parent.parent / "configs"
@@ -74,17 +75,17 @@ def test_second_build_skips_training(built, capsys):
 
 def test_reference_player_plays_legal_games(built):
     root, _ = built
-    player = references.reference_player(HEX3, root=root)
+    player = reference_player.reference_player(HEX3, root=root)
     assert player.name == "reference:hex3@2"
     env = load_agent(root / "hex3").env
     result = play_match(jax.random.key(0), player, random_player(), env, 4)
     assert result.illegal_a == 0 and result.games == 4
-    assert references.reference_player(HEX3, 0, root=root).name == "reference:hex3@0"
+    assert reference_player.reference_player(HEX3, 0, root=root).name == "reference:hex3@0"
 
 
 def test_missing_reference_names_the_command(tmp_path):
     with pytest.raises(FileNotFoundError, match="configs/references/hex3.yaml"):
-        references.reference_player(HEX3, root=tmp_path)
+        reference_player.reference_player(HEX3, root=tmp_path)
 
 
 def test_frozen_params_must_match_the_config(built, tmp_path):
@@ -102,10 +103,10 @@ def test_frozen_params_must_match_the_config(built, tmp_path):
 def test_committed_references_load_and_play(size):
     """The frozen references shipped with the package work on a fresh clone."""
     game = GameSpec("hex", {"size": size, "swap": False})
-    info = json.loads((references.reference_dir(game) / "reference.json").read_text())
+    info = json.loads((reference_player.reference_dir(game) / "reference.json").read_text())
     assert info["name"] == f"hex{size}" and info["quality"]["matches"]
     player = parse_player("reference@1", game)
-    env = load_agent(references.reference_dir(game)).env
+    env = load_agent(reference_player.reference_dir(game)).env
     result = play_match(jax.random.key(size), player, random_player(), env, 2)
     assert result.illegal_a == 0
 

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from curiosity_search.eval.sweep import (
+from curiosity_search.sweeps.jobs import run_parallel
+from curiosity_search.sweeps.sweep import (
     DONE_FILENAME,
     SweepError,
     expand_grid,
@@ -17,9 +18,7 @@ from curiosity_search.eval.sweep import (
     run_status,
     run_sweep,
     shard,
-    sweep_main,
 )
-from curiosity_search.eval.sweep_jobs import run_parallel
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -169,15 +168,12 @@ def test_parallel_jobs_run_child_processes(sweep_file: Path, tmp_path: Path) -> 
     assert sum(ln.startswith("started") for ln in lines) == len(runs)
 
 
-def test_sweep_main_dry_run(sweep_file: Path, tmp_path: Path, capsys) -> None:
-    class Args:
-        file = sweep_file
-        dry_run = True
-        shard = (0, 4)
-        jobs = 1
-        workdir = tmp_path / "root"
+def test_sweep_verb_dry_run(sweep_file: Path, tmp_path: Path, capsys) -> None:
+    from curiosity_search import cli
 
-    assert sweep_main(Args()) == 0
+    argv = ["sweep", str(sweep_file), "--dry-run", "--shard", "0/4", "--workdir",
+            str(tmp_path / "root")]
+    assert cli.main(argv) == 0
     assert "2 run(s) in shard 0/4 of tiny" in capsys.readouterr().out
 
 
@@ -207,13 +203,12 @@ def test_sweep_end_to_end_with_fake_trainer(tmp_path: Path, monkeypatch) -> None
     """Train (fake trainer) -> evaluate every checkpoint -> DONE -> plots, one compile;
     then ``curiosity-search eval`` on the finished run."""
     import functools
-    from types import SimpleNamespace
 
     from _fake_trainer import FakeTrainer
 
     import curiosity_search
-    from curiosity_search.eval.evaluation import eval_main, evaluate_run
-    from curiosity_search.eval.plots import make_plots
+    from curiosity_search.eval.evaluation import evaluate_checkpoint, evaluate_run
+    from curiosity_search.plots.make import make_plots
     from curiosity_search.train import agent as agent_module
     from curiosity_search.train.run import train
 
@@ -257,8 +252,7 @@ def test_sweep_end_to_end_with_fake_trainer(tmp_path: Path, monkeypatch) -> None
         "load_agent",
         functools.partial(agent_module.load_agent, build_trainer=build),
     )
-    args = SimpleNamespace(checkpoint=run_dir, opponent="random", games=4, simulations=0, seed=0)
-    assert eval_main(args) == 0
+    evaluate_checkpoint(run_dir, "random", 4, simulations=0, seed=0)
     with open(run_dir / "arena.csv", newline="") as handle:
         (row,) = list(csv.DictReader(handle))
     assert (row["player_b"], row["games"], row["iteration"]) == ("random", "4", "2")

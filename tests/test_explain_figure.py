@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 from matplotlib.container import ErrorbarContainer
 
-from curiosity_search.eval.coords import action_to_cell
 from curiosity_search.eval.explain_figure import (
     BLACK_STONE,
     WHITE_STONE,
@@ -21,6 +20,7 @@ from curiosity_search.eval.explain_figure import (
     hex_centre,
     top_actions,
 )
+from curiosity_search.htp.coords import action_to_cell
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

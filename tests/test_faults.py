@@ -8,7 +8,6 @@ run is a second or two.
 
 from __future__ import annotations
 
-import argparse
 import functools
 import io
 import json
@@ -26,8 +25,9 @@ from _fake_trainer import FakeTrainer
 
 from curiosity_search import cli
 from curiosity_search.config import config_from_dict, save_config
-from curiosity_search.eval.htp import MAX_LINE_CHARS, HtpEngine, play_main
-from curiosity_search.eval.sweep import (
+from curiosity_search.eval.htp_play import play_checkpoint
+from curiosity_search.htp.engine import MAX_LINE_CHARS, HtpEngine
+from curiosity_search.sweeps.sweep import (
     DONE_FILENAME,
     SweepError,
     load_sweep,
@@ -37,7 +37,7 @@ from curiosity_search.eval.sweep import (
 from curiosity_search.train import run
 from curiosity_search.train.checkpoint import CheckpointError, checkpoint_dir
 from curiosity_search.train.metrics_log import read_rows
-from curiosity_search.train.run_accounting import TIMING_KEYS
+from curiosity_search.train.run import TIMING_KEYS
 from curiosity_search.train.run_dir import RunDirWarning
 from curiosity_search.train.workdir_lock import (
     LOCK_FILENAME,
@@ -282,7 +282,7 @@ def _hold(workdir: Path) -> subprocess.Popen:
 
 CHILD_OF_A_SWEEP = textwrap.dedent("""
     import os, subprocess, sys, time
-    code = ("import sys, time; from curiosity_search.eval.sweep_jobs import die_with_parent; "
+    code = ("import sys, time; from curiosity_search.sweeps.jobs import die_with_parent; "
             "die_with_parent(int(sys.argv[1])); print('armed', flush=True); time.sleep(120)")
     child = subprocess.Popen([sys.executable, "-c", code, str(os.getpid())])
     print(child.pid, flush=True)
@@ -494,8 +494,7 @@ def test_hostile_htp_input(case, runs, tmp_path, capsys):
             else:
                 for step in (2, 3, 4):
                     _randomise(checkpoint_dir(path) / str(step) / "state" / "_METADATA")
-        args = argparse.Namespace(checkpoint=path, simulations=None, seed=0)
-        assert play_main(args) == 2
+        assert play_checkpoint(path, None, 0) == 2
         one_error_line(capsys.readouterr().err, "play")
         return
     engine = HtpEngine(_first_legal, size=3)
@@ -534,7 +533,7 @@ def test_hostile_htp_input(case, runs, tmp_path, capsys):
 def test_htp_process_with_closed_stdout_and_bad_bytes(tmp_path):
     """The real engine process: undecodable bytes answered, ``| head -c1`` ends it
     quietly with exit 0."""
-    engine = [sys.executable, "-m", "curiosity_search.eval.htp", "--player", "random",
+    engine = [sys.executable, "-m", "curiosity_search.cli.htp_engine", "--player", "random",
               "--size", "3"]
     done = subprocess.run(engine, input=b"\xff name\n1 name\nquit\n", capture_output=True,
                           timeout=300)

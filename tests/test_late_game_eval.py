@@ -130,7 +130,7 @@ def test_late_game_figure_from_evaluation_rows(tmp_path: Path):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from curiosity_search.eval.learning_curves import late_game_curves, late_game_figure
+    from curiosity_search.plots.learning_curves import late_game_curves, late_game_figure
 
     rows = []
     for seed in (0, 1):

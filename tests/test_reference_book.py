@@ -13,7 +13,7 @@ from curiosity_search.envs import make, solve
 from curiosity_search.envs.late_game import position_key
 from curiosity_search.eval import references
 from curiosity_search.eval.late_game_player import late_game_player
-from curiosity_search.eval.players import random_player
+from curiosity_search.eval.players import GameSpec, random_player
 from curiosity_search.train.agent import Agent
 from curiosity_search.train.trainer import build_trainer
 
@@ -69,5 +69,5 @@ def test_the_book_answers_before_the_judge():
     moved = jax.vmap(env.step)(states, jnp.array([0, 1, 2]))
     actions = np.asarray(jax.jit(player.apply)(player.params, jax.random.key(2), moved))
     assert all(np.asarray(moved.legal_action_mask)[i, a] for i, a in enumerate(actions))
-    assert references.default_late_game_empty(references.GameSpec("hex", {"size": 5})) == 22
-    assert references.default_late_game_empty(references.GameSpec("hex", {"size": 4})) is None
+    assert references.default_late_game_empty(GameSpec("hex", {"size": 5})) == 22
+    assert references.default_late_game_empty(GameSpec("hex", {"size": 4})) is None

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import functools
 import json
 import shutil
@@ -12,11 +11,12 @@ import jax
 import pytest
 from _fake_trainer import FakeTrainer
 
+from curiosity_search import cli
 from curiosity_search.config import ConfigError, config_from_dict, load_config, save_config
 from curiosity_search.train import run, run_dir
 from curiosity_search.train.checkpoint import CheckpointStore, checkpoint_dir
 from curiosity_search.train.metrics_log import read_rows
-from curiosity_search.train.run_accounting import TIMING_KEYS
+from curiosity_search.train.run import TIMING_KEYS
 from curiosity_search.train.workdir_lock import RunDirError
 
 CONFIGS = Path(__file__).resolve().parent.parent / "configs"
@@ -115,9 +115,8 @@ def test_nonfinite_loss_stops_and_keeps_last_good_checkpoint(tmp_path, monkeypat
     config_path = tmp_path / "nan.yaml"
     save_config(cfg, config_path)
     monkeypatch.setattr(run, "train", functools.partial(run.train, build_trainer=fake(3)))
-    args = argparse.Namespace(config=str(config_path), set=[], workdir=str(tmp_path / "cli"),
-                              resume=False)
-    assert run.train_main(args) == 1
+    assert cli.main(["train", "--config", str(config_path), "--workdir",
+                     str(tmp_path / "cli")]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert any(line.startswith("stopped: iteration 3 produced loss = nan") for line in err)
 
@@ -157,9 +156,7 @@ def test_incomplete_checkpoints_are_skipped(tmp_path):
 def test_bad_config_exits_2(tmp_path, capsys):
     path = tmp_path / "bad.yaml"
     path.write_text("serch: {}\n")
-    args = argparse.Namespace(config=str(path), set=[], workdir=str(tmp_path / "w"),
-                              resume=False)
-    assert run.train_main(args) == 2
+    assert cli.main(["train", "--config", str(path), "--workdir", str(tmp_path / "w")]) == 2
     assert "serch" in capsys.readouterr().err
 
 

@@ -8,7 +8,7 @@ rule) against each opponent of the plan. ``evaluate_run`` writes the rows to the
 
 An evaluation plan (the ``evaluation:`` section of a sweep file)::
 
-    opponents: [random, "mcts:64"]   # player specs (see players.parse_player)
+    opponents: [random, "mcts:64"]   # player specs (see player_specs.parse_player)
     reference: [solver, "mcts:64"]   # the first one available for the run's game is the
                                      # reference (Elo anchor, win-rate curves)
     games: 64                        # per (point, role, opponent), half each colour
@@ -43,7 +43,9 @@ import jax
 
 from curiosity_search.atomic_io import atomic_path
 from curiosity_search.eval.arena import append_csv, run_match
-from curiosity_search.eval.players import ApplyFn, GameSpec, JaxPlayer, parse_player
+from curiosity_search.eval.match_result import MatchResult
+from curiosity_search.eval.player_specs import parse_player
+from curiosity_search.eval.players import ApplyFn, GameSpec, JaxPlayer
 
 EVAL_FILENAME = "eval.csv"
 _PLAN_KEYS = (
@@ -311,46 +313,50 @@ def evaluate_run(
     return rows
 
 
-def eval_main(args: Any) -> int:
+def evaluate_checkpoint(
+    checkpoint: str | os.PathLike,
+    opponent: str = "random",
+    games: int = 64,
+    *,
+    simulations: int | None = None,
+    seed: int = 0,
+    out: str | os.PathLike | None = None,
+    opening_moves: int = 1,
+) -> MatchResult:
     """``curiosity-search eval --checkpoint DIR --opponent SPEC --games N``.
 
-    Plays the checkpoint (with ``--simulations``, default the run's
-    ``search.eval_num_simulations``; 0 for the raw policy) against the opponent spec
-    (see ``players.parse_player``) over both colours with one random opening move per
-    colour pair, prints the result and appends it to ``--out`` (default
+    Plays the checkpoint (with ``simulations``, default the run's
+    ``search.eval_num_simulations``; 0 for the raw policy) against the ``opponent`` spec
+    (see ``player_specs.parse_player``) over both colours with ``opening_moves`` random
+    opening moves per colour pair, prints the result and appends it to ``out`` (default
     ``<run dir>/arena.csv``).
     """
     from curiosity_search import load_agent
     from curiosity_search.eval.players import checkpoint_player
 
-    agent = load_agent(args.checkpoint)
-    sims = getattr(args, "simulations", None)
-    sims = agent.config.search.eval_num_simulations if sims is None else int(sims)
-    player = checkpoint_player(args.checkpoint, sims, agent=agent)
-    opponent = parse_player(args.opponent, game_spec(agent.config), agent.env)
-    opening_moves = int(getattr(args, "opening_moves", 1) or 0)
-    key = jax.random.key(int(getattr(args, "seed", 0) or 0))
+    agent = load_agent(checkpoint)
+    sims = agent.config.search.eval_num_simulations if simulations is None else int(simulations)
+    player = checkpoint_player(checkpoint, sims, agent=agent)
+    rival = parse_player(opponent, game_spec(agent.config), agent.env)
+    key = jax.random.key(seed)
     try:
-        result = run_match(
-            key, player, opponent, agent.env, args.games, opening_moves=opening_moves
-        )
+        result = run_match(key, player, rival, agent.env, games, opening_moves=opening_moves)
     finally:
-        close = getattr(opponent, "close", None)
+        close = getattr(rival, "close", None)
         if close is not None:
             close()
     print(result.summary())
-    out = getattr(args, "out", None)
     if out is None:
-        path = Path(args.checkpoint)
+        path = Path(checkpoint)
         run_dir = path.parent.parent if path.parent.name == "checkpoints" else path
         out = run_dir / "arena.csv"
     row = {
         "time": time.strftime("%Y-%m-%dT%H:%M:%S"),
         "iteration": agent.iteration,
         "simulations": sims,
-        "seed": getattr(args, "seed", 0),
+        "seed": seed,
         **result.to_row(),
     }
     append_csv(out, [row])
     print(f"appended to {out}")
-    return 0
+    return result

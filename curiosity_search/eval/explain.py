@@ -20,8 +20,8 @@ line ``error: explain: ...`` on stderr and exits 2.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -29,7 +29,6 @@ from typing import Any
 import jax
 import numpy as np
 
-from curiosity_search.eval.coords import action_to_cell
 from curiosity_search.eval.explain_figure import (
     BLACK_STONE,
     WHITE_STONE,
@@ -37,6 +36,7 @@ from curiosity_search.eval.explain_figure import (
     belief_score_moments,
     draw_explain_figure,
 )
+from curiosity_search.htp.coords import action_to_cell
 from curiosity_search.rules import get_rule
 
 DEFAULT_OUT = Path("explain.png")
@@ -65,7 +65,7 @@ def _state_after(agent: Any, moves: list[str]) -> tuple[Any, str]:
     env = agent.env
     size = getattr(env, "size", None)
     if agent.config.env.name == "hex" and size is not None:
-        from curiosity_search.eval.htp import HtpEngine, HtpFailure
+        from curiosity_search.htp.engine import HtpEngine, HtpFailure
 
         engine = HtpEngine(lambda env: None, size=size, sizes=[size], make_env=lambda s: env)
         for i, cell in enumerate(moves):
@@ -235,32 +235,43 @@ def explain(
     return report_text(gather(agent, moves, num_simulations, seed), top)
 
 
-def explain_main(args: argparse.Namespace) -> int:
+def explain_checkpoint(
+    checkpoint: str | os.PathLike,
+    *,
+    moves: str = "",
+    simulations: int | None = None,
+    seed: int = 0,
+    out: str | os.PathLike = DEFAULT_OUT,
+) -> int:
     """``curiosity-search explain --checkpoint DIR [--moves "a1 b2"] [--simulations N]
-    [--out PATH.png]``: prints the report, writes the figure (default ``explain.png``)."""
+    [--out PATH.png]``: prints the report, writes the figure (default ``explain.png``).
+
+    ``moves`` are separated by spaces or commas (HTP cells on Hex, action numbers
+    elsewhere). Returns the exit code: 0, or 2 after one ``error: ...`` line for a bad
+    ``out``, move list or unwritable figure.
+    """
     from curiosity_search import load_agent
 
-    out = Path(getattr(args, "out", None) or DEFAULT_OUT)
+    out = Path(out)
     if out.suffix.lower() != ".png":
         print(f"error: explain: --out {out} must name a .png file", file=sys.stderr)
         return 2
-    agent = load_agent(args.checkpoint)
-    sims = args.simulations
-    sims = agent.config.search.eval_num_simulations if sims is None else int(sims)
-    moves = [m for m in (args.moves or "").replace(",", " ").split() if m]
+    agent = load_agent(checkpoint)
+    sims = agent.config.search.eval_num_simulations if simulations is None else int(simulations)
+    move_list = [m for m in moves.replace(",", " ").split() if m]
     try:
-        _state_after(agent, moves)  # reject a bad move list before any search
+        _state_after(agent, move_list)  # reject a bad move list before any search
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    checkpoint = Path(args.checkpoint).resolve()
-    run_name = checkpoint.parent.parent.name if checkpoint.parent.name == "checkpoints" else None
+    path = Path(checkpoint).resolve()
+    run_name = path.parent.parent.name if path.parent.name == "checkpoints" else None
     explanation = gather(
         agent,
-        moves,
+        move_list,
         sims,
-        int(getattr(args, "seed", 0) or 0),
-        run_name=agent.config.name or run_name or checkpoint.name,
+        seed,
+        run_name=agent.config.name or run_name or path.name,
     )
     print(report_text(explanation))
     try:
@@ -272,4 +283,4 @@ def explain_main(args: argparse.Namespace) -> int:
     return 0
 
 
-__all__ = ["Explanation", "explain", "explain_main", "gather", "report_text"]
+__all__ = ["Explanation", "explain", "explain_checkpoint", "gather", "report_text"]

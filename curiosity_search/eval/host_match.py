@@ -15,10 +15,10 @@ from typing import Any
 import jax
 import numpy as np
 
-from curiosity_search.eval.coords import BLACK, WHITE
-from curiosity_search.eval.htp_player import HtpError, HtpPlayer
 from curiosity_search.eval.match_result import MatchResult, summarize
 from curiosity_search.eval.players import JaxPlayer
+from curiosity_search.htp.client import HtpError, HtpPlayer
+from curiosity_search.htp.coords import BLACK, WHITE
 
 
 class _HostSide:

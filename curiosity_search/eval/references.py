@@ -32,23 +32,21 @@ and in lost positions, the network with its search moves. Its assessment adds
   network and the judge, without the book) does, and, where ``exact_openings`` is on,
   the game-theoretic winner from the exact solver.
 
-The player spec ``reference[@SIMS]`` (see ``players.parse_player``) loads the frozen
+The player spec ``reference[@SIMS]`` (``eval.reference_player``) loads the frozen
 reference for the game being played, at ``SIMS`` simulations or, without ``@SIMS``,
 the count it was assessed with (``simulations`` in ``reference.json``).
 
 An existing frozen reference is re-assessed without training by
-``python -m curiosity_search.eval.references reassess DIR`` (see ``reassess_main``).
+``python -m curiosity_search.cli.reassess DIR`` (``reassess_reference``).
 """
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import datetime
 import itertools
 import json
 import os
-import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -58,65 +56,23 @@ import jax
 
 from curiosity_search.atomic_io import write_text_atomically
 from curiosity_search.eval.arena import run_match
-from curiosity_search.eval.late_game_player import late_game_player
-from curiosity_search.eval.players import GameSpec, JaxPlayer, checkpoint_player, parse_player
+from curiosity_search.eval.player_specs import parse_player
+from curiosity_search.eval.players import GameSpec, JaxPlayer, checkpoint_player
+from curiosity_search.eval.reference_player import (
+    BOOK_FILENAME,
+    REFERENCE_FILENAME,
+    reference_as_player,
+    reference_dir,
+    reference_name,
+)
 
-REFERENCES_ROOT = Path(__file__).resolve().parent.parent / "references"
-REFERENCE_FILENAME = "reference.json"
 WEAKER_OPPONENTS = ("mcts:256", "mcts:64", "random")
-BOOK_FILENAME = "book.json"
 LATE_GAME_EMPTY_5X5 = 22
 """E_ref on 5x5: the judge's winning move costs ~0.05 s median, ~6 s at most on real
 positions with 22 empty cells (``scripts/late_game_timing.py``)."""
 MAX_BOOK_POSITIONS = 1000  # build an opening book only when it has at most this many
 LATE_GAME_GAMES = 4096  # games per source of the late-game assessment's positions
 DEEP_FACTOR = 16  # the opening-book check's deeper search: 16x the reference's simulations
-
-
-def reference_name(game: GameSpec) -> str:
-    """``hex5`` for 5x5 Hex, ``hex5_swap`` with the swap move, the pgx id otherwise."""
-    kwargs = dict(game.kwargs)
-    if game.name == "hex":
-        return f"hex{kwargs['size']}" + ("_swap" if kwargs.get("swap") else "")
-    return game.name
-
-
-def reference_dir(game: GameSpec, root: str | os.PathLike[str] | None = None) -> Path:
-    """Where the frozen reference for ``game`` lives (``root`` default: the package's)."""
-    return Path(root or REFERENCES_ROOT) / reference_name(game)
-
-
-def reference_player(
-    game: GameSpec, num_simulations: int | None = None, *, root: str | os.PathLike | None = None
-) -> JaxPlayer:
-    """The frozen reference for ``game`` as a player (``num_simulations`` default: its own).
-
-    Raises ``FileNotFoundError`` naming the command that builds it when it is missing.
-    """
-    path = reference_dir(game, root)
-    info_path = path / REFERENCE_FILENAME
-    if not info_path.is_file():
-        raise FileNotFoundError(
-            f"no frozen reference for {reference_name(game)} at {path}; build one with "
-            f"`curiosity-search reference --config configs/references/{reference_name(game)}.yaml`"
-        )
-    info = json.loads(info_path.read_text())
-    sims = int(info["simulations"] if num_simulations is None else num_simulations)
-    label = f"reference:{reference_name(game)}@{sims}"
-    player = checkpoint_player(path, sims, label=label)
-    empty = info.get("late_game_empty")
-    if empty is None:
-        return player
-    return late_game_player(player, int(dict(game.kwargs)["size"]), int(empty),
-                            book=load_book(path), name=label)
-
-
-def load_book(path: str | os.PathLike[str]) -> dict[str, int]:
-    """The opening book of a frozen reference folder ({} without ``book.json``)."""
-    book_path = Path(path) / BOOK_FILENAME
-    if not book_path.is_file():
-        return {}
-    return {key: int(move) for key, move in json.loads(book_path.read_text())["moves"].items()}
 
 
 def default_late_game_empty(game: GameSpec) -> int | None:
@@ -130,17 +86,6 @@ def default_late_game_empty(game: GameSpec) -> int | None:
     if game.name != "hex" or kwargs.get("swap") or size < 5:
         return None
     return LATE_GAME_EMPTY_5X5 if size == 5 else DEFAULT_MAX_EMPTY
-
-
-def reference_as_player(agent: Any, simulations: int, late_game_empty: int | None,
-                        label: str, book: dict[str, int] | None = None) -> JaxPlayer:
-    """The frozen agent at ``simulations``, with the late-game judge where set (and the
-    opening ``book``)."""
-    player = checkpoint_player("", simulations, agent=agent, label=label)
-    if late_game_empty is None:
-        return player
-    return late_game_player(player, int(agent.config.env.size), int(late_game_empty),
-                            book=book, name=label)
 
 
 def book_positions(num_cells: int, max_stones: int) -> list[tuple[int, ...]]:
@@ -577,61 +522,3 @@ def reassess_reference(
     info["assessed_by"] = command or f"reassess_reference({str(path)!r})"
     return _assess_and_write(agent, game, path, info, games=games, seed=seed,
                              late_game_games=late_game_games, exact_openings=exact_openings)
-
-
-def reference_main(args: argparse.Namespace) -> int:
-    """``curiosity-search reference --config FILE [--workdir] [--out] [--simulations]``."""
-    try:
-        build_reference(
-            args.config,
-            overrides=args.set or (),
-            workdir=args.workdir,
-            out=args.out,
-            simulations=args.simulations,
-            games=args.games,
-            seed=args.seed,
-            late_game_empty=getattr(args, "late_game_empty", "default"),
-        )
-    except (FileNotFoundError, RuntimeError) as error:
-        print(f"error: reference: {error}", file=sys.stderr)
-        return 1
-    return 0
-
-
-def reassess_main(argv: Sequence[str] | None = None) -> int:
-    """``python -m curiosity_search.eval.references reassess DIR [--simulations N]
-    [--late-game-empty E | --no-late-game] [--games G] [--late-game-games G]
-    [--no-exact-openings] [--seed S]``: re-assess a frozen reference in place."""
-    parser = argparse.ArgumentParser(prog="python -m curiosity_search.eval.references")
-    sub = parser.add_subparsers(dest="verb", required=True)
-    p = sub.add_parser("reassess", help="re-assess a frozen reference (no training)")
-    p.add_argument("dir", type=Path)
-    p.add_argument("--simulations", type=int)
-    p.add_argument("--late-game-empty", type=int)
-    p.add_argument("--no-late-game", action="store_true")
-    p.add_argument("--games", type=int, default=64)
-    p.add_argument("--late-game-games", type=int, default=LATE_GAME_GAMES)
-    p.add_argument("--no-exact-openings", action="store_true")
-    p.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args(argv)
-    from curiosity_search.compilation_cache import enable_compilation_cache
-
-    enable_compilation_cache()
-    empty: int | None | str = "default"
-    if args.no_late_game:
-        empty = None
-    elif args.late_game_empty is not None:
-        empty = args.late_game_empty
-    command = "python -m curiosity_search.eval.references " + " ".join(
-        argv if argv is not None else sys.argv[1:]
-    )
-    reassess_reference(
-        args.dir, simulations=args.simulations, late_game_empty=empty, games=args.games,
-        seed=args.seed, late_game_games=args.late_game_games,
-        exact_openings=not args.no_exact_openings, command=command,
-    )
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(reassess_main())

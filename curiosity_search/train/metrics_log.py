@@ -10,7 +10,7 @@ soon as the iteration ends, so a killed run loses nothing it had finished. Keys:
   ``host_time_s``: the host work after the previous iteration of this session (its
   evaluation, metrics write, checkpoint and progress bar; 0 for a session's first);
 - ``positions``: self-play positions generated so far; ``train_flops``: the estimated
-  network FLOPs so far (``run_accounting.ComputeModel``);
+  network FLOPs so far (``run.ComputeModel``);
 - every scalar metric the trainer returns (``loss``, ``policy_loss``, ``grad_norm``...);
 - ``eval/...`` on evaluation iterations (``solver_eval``).
 

@@ -23,7 +23,7 @@ continues; its rows equal an uninterrupted run's except for the timing keys
 (``TIMING_KEYS``). ``restart`` deletes a run's checkpoints and metrics first and starts
 from iteration 0. Before anything is built, ``memory_estimate.check_memory`` refuses a
 config whose shapes cannot fit in the devices' memory. A non-finite loss stops the run
-without saving the bad state; the last checkpoint stays the latest, and ``train_main``
+without saving the bad state; the last checkpoint stays the latest, and ``train_and_report``
 exits 1.
 
 Devices: the run spans every device (``jax.devices()``, every host's in a multi-host
@@ -37,14 +37,22 @@ state's traced hyperparameters (``train.hyperparams``) from the config, also whe
 checkpoint predates them. Only process 0
 writes ``config.yaml``, metrics, TensorBoard and the progress bar; every process takes
 part in each checkpoint save. Evaluation runs on each process's first local device.
+
+Accounting: each completed iteration's ``metrics.jsonl`` row (see ``metrics_log``)
+carries, besides the trainer's metrics, the run's cumulative cost: self-play positions and estimated
+network FLOPs from a ``ComputeModel`` (built once per session by
+``make_compute_model``) and wall time. The keys in ``TIMING_KEYS`` are the only ones
+that differ between two identical runs. ``first_nonfinite`` is the loop's stop check
+(a NaN/inf loss or gradient norm) and ``progress_postfix`` what the progress bar shows;
+they read host values (python or numpy scalars) once the iteration has finished.
 """
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import dataclasses
 import json
+import math
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -55,7 +63,6 @@ import jax
 from jax.sharding import NamedSharding, PartitionSpec
 
 from curiosity_search.atomic_io import write_text_atomically
-from curiosity_search.errors import UserError
 from curiosity_search.train.checkpoint import (
     CheckpointStore,
     HostCounters,
@@ -64,12 +71,6 @@ from curiosity_search.train.checkpoint import (
 from curiosity_search.train.hyperparams import with_config_hyperparameters
 from curiosity_search.train.memory_estimate import check_memory
 from curiosity_search.train.metrics_log import MetricsLog
-from curiosity_search.train.run_accounting import (
-    ComputeModel,
-    first_nonfinite,
-    make_compute_model,
-    progress_postfix,
-)
 from curiosity_search.train.run_dir import (
     CONFIG_FILENAME,
     EVALUATION_FILENAME,
@@ -119,6 +120,99 @@ class RunResult:
     def ok(self) -> bool:
         """True unless the run stopped on a non-finite loss."""
         return self.status != "nonfinite"
+
+
+# ----------------------------------------------------------------------------- accounting
+# Row keys that measure time: the only ones that differ between identical runs.
+TIMING_KEYS = ("wall_time_s", "iteration_time_s", "host_time_s", "positions_per_s")
+
+
+@dataclasses.dataclass(frozen=True)
+class ComputeModel:
+    """Per-iteration cost estimate from the config and one forward pass's FLOPs.
+
+    Self-play: ``batch * moves * (simulations + 1)`` network evaluations (one at the
+    root, one per simulation). Updates: ``updates * batch * 3`` forward passes
+    (forward + backward ~ 3x forward). A trainer metric ``selfplay/positions`` or
+    ``selfplay/network_evaluations``, when present, replaces the config estimate.
+    """
+
+    forward_flops: float
+    positions: float
+    network_evaluations: float
+    update_forwards: float
+
+    def iteration(self, metrics: Mapping[str, Any]) -> tuple[float, float]:
+        """Returns ``(positions, flops)`` for one iteration with these metrics."""
+        positions = float(metrics.get("selfplay/positions", self.positions))
+        evaluations = float(metrics.get("selfplay/network_evaluations", self.network_evaluations))
+        return positions, (evaluations + self.update_forwards) * self.forward_flops
+
+
+def make_compute_model(cfg: Any, trainer: Any, params: Any) -> ComputeModel:
+    """Measures one forward pass (``nets.flops.forward_flops``) and builds the model.
+
+    If the FLOP count cannot be measured (no cost analysis on this backend, a
+    network that is not a flax module) FLOPs are reported as NaN and training goes on.
+    """
+    games = cfg.selfplay.batch_size * cfg.selfplay.moves_per_iteration
+    simulations = cfg.search.num_simulations or 0
+    try:
+        from curiosity_search.nets.flops import forward_flops
+
+        env = trainer.env
+        example = jax.jit(env.init)(jax.random.key(0)).observation[None]
+        flops = forward_flops(trainer.network, params, example)
+    except Exception as error:  # noqa: BLE001 - accounting must never stop training
+        print(
+            f"warning: FLOP accounting disabled ({type(error).__name__}: {error})", file=sys.stderr
+        )
+        flops = float("nan")
+    return ComputeModel(
+        forward_flops=flops,
+        positions=float(games),
+        network_evaluations=float(games * (simulations + 1)),
+        update_forwards=3.0 * cfg.train.updates_per_iteration * cfg.train.batch_size,
+    )
+
+
+def first_nonfinite(metrics: Mapping[str, Any]) -> tuple[str, float] | None:
+    """The first watched metric that is NaN or inf, if any.
+
+    Watched: every metric whose name contains ``loss`` and the gradient norm
+    (``grad_norm``), which turns non-finite as soon as the parameters are poisoned.
+    """
+    for key in sorted(metrics):
+        if "loss" not in key and not key.endswith("grad_norm"):
+            continue
+        value = float(metrics[key])
+        if not math.isfinite(value):
+            return key, value
+    return None
+
+
+def loss_value(metrics: Mapping[str, Any]) -> float | None:
+    """The metric ``loss``, else the first metric (by name) containing ``loss``, else None."""
+    if "loss" in metrics:
+        return float(metrics["loss"])
+    for key in sorted(metrics):
+        if "loss" in key:
+            return float(metrics[key])
+    return None
+
+
+def progress_postfix(row: Mapping[str, Any], latest_eval: Mapping[str, Any]) -> dict[str, str]:
+    """The progress bar's postfix: positions/s, the loss, each optimal-move rate."""
+    postfix = {}
+    if row.get("positions_per_s") is not None:
+        postfix["pos/s"] = f"{row['positions_per_s']:.0f}"
+    loss = loss_value(row)
+    if loss is not None:
+        postfix["loss"] = f"{loss:.4g}"
+    for key, value in latest_eval.items():
+        if key.endswith("optimal_move_rate") and value is not None:
+            postfix[key.split("/")[-1].replace("_optimal_move_rate", "")] = f"{value:.1%}"
+    return postfix
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -342,21 +436,23 @@ def _loop(
 
 
 # ----------------------------------------------------------------------------- CLI
-def train_main(args: argparse.Namespace) -> int:
-    """``curiosity-search train``: loads the config, trains, prints the outcome.
+def train_and_report(
+    cfg: Any,
+    workdir: str | Path,
+    *,
+    resume: bool = False,
+    restart: bool = False,
+) -> int:
+    """``curiosity-search train``: trains ``cfg`` in ``workdir``, prints the outcome.
 
-    Reads ``args.config`` (path; with ``--resume`` or ``--restart`` it defaults to the
-    workdir's ``config.yaml``), ``args.set`` (``key=value`` overrides), ``args.workdir`` (default
-    ``runs/<config stem>``), ``args.resume``, ``args.restart``, and ``args.cfg`` when
-    the CLI has already loaded the config (then ``config``/``set`` are not read again).
     Returns the exit code: 0 done (all iterations or the time limit), 1 stopped on a
-    non-finite loss, 2 unusable config, run directory, checkpoint, file or multi-host
-    environment (one ``error: ...`` line on stderr).
+    non-finite loss, 2 an unusable multi-host environment (one ``error: ...`` line on
+    stderr). An unusable run directory, checkpoint or file raises (``UserError``,
+    ``OSError``: the CLI prints them on one line and exits 2).
 
     A multi-host run is started first (``distributed.maybe_initialize_distributed``,
     from ``CURIOSITY_SEARCH_*`` environment variables), before any JAX computation.
     """
-    from curiosity_search.config import ConfigError, load_config
     from curiosity_search.train.distributed import (
         DistributedError,
         maybe_initialize_distributed,
@@ -367,36 +463,20 @@ def train_main(args: argparse.Namespace) -> int:
     except DistributedError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    resume = bool(getattr(args, "resume", False))
-    restart = bool(getattr(args, "restart", False))
-    workdir = getattr(args, "workdir", None)
-    config_path = getattr(args, "config", None)
-    if config_path is None and (resume or restart) and workdir is not None:
-        config_path = Path(workdir) / CONFIG_FILENAME
-    if config_path is None:
-        print("error: train needs --config FILE (or --resume/--restart --workdir DIR)",
-              file=sys.stderr)
-        return 2
-    config_path = Path(config_path)
-    cfg = getattr(args, "cfg", None)  # the CLI has loaded and validated it already
-    if cfg is None:
-        try:
-            cfg = load_config(config_path, tuple(getattr(args, "set", None) or ()))
-        except ConfigError as error:
-            print(f"error: {error}", file=sys.stderr)
-            return 2
-    workdir = workdir or Path("runs") / config_path.stem
-    try:
-        result = train(cfg, workdir, resume=resume, restart=restart)
-    except UserError as error:  # ConfigError, RunDirError, CheckpointError
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    except OSError as error:  # e.g. the disk filled up mid-run
-        print(f"error: {error}", file=sys.stderr)
-        return 2
+    result = train(cfg, workdir, resume=resume, restart=restart)
     if jax.process_index() == 0:
         print(result.message, file=sys.stderr if not result.ok else sys.stdout, flush=True)
     return 0 if result.ok else 1
 
 
-__all__ = ["RunResult", "train", "train_main"]
+__all__ = [
+    "TIMING_KEYS",
+    "ComputeModel",
+    "RunResult",
+    "first_nonfinite",
+    "loss_value",
+    "make_compute_model",
+    "progress_postfix",
+    "train",
+    "train_and_report",
+]

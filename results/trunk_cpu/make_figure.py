@@ -28,7 +28,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from curiosity_search.atomic_io import write_csv_atomically  # noqa: E402
-from curiosity_search.eval.learning_curves import optimal_move_rows  # noqa: E402
+from curiosity_search.plots.learning_curves import optimal_move_rows  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 RATES = (("search_optimal_move_rate", "search", "-"), ("raw_optimal_move_rate", "raw", "--"))

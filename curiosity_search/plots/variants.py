@@ -23,13 +23,13 @@ from typing import Any
 import numpy as np
 
 from curiosity_search.atomic_io import write_csv_atomically
-from curiosity_search.eval.learning_curves import RATE_KEYS, optimal_move_rows
-from curiosity_search.eval.plot_common import (
+from curiosity_search.plots.common import (
     log_x_axis,
     number,
     numeric_sort_key,
     x_axis,
 )
+from curiosity_search.plots.learning_curves import RATE_KEYS, optimal_move_rows
 
 _SEED_SUFFIX = re.compile(r"-seed\d+$")
 # (column of ``optimal_move_rows``, line style, label) per rate in ``RATE_KEYS``

@@ -1,4 +1,5 @@
-"""Small helpers shared by the figure modules (``plots``, ``elo_figure``, ``variant_plots``).
+"""Small helpers shared by the figure modules (``make``, ``elo_figure``, ``variants``,
+``learning_curves``).
 
 Never imports JAX; matplotlib is passed in as ``plt`` by the caller.
 """

@@ -12,7 +12,7 @@ import shlex
 import subprocess
 import threading
 
-from curiosity_search.eval.coords import action_to_cell, cell_to_action
+from curiosity_search.htp.coords import action_to_cell, cell_to_action
 
 
 class HtpError(RuntimeError):

@@ -19,7 +19,7 @@ import numpy as np
 from curiosity_search.atomic_io import write_csv_atomically
 from curiosity_search.eval.elo import PairResult, fit_elo
 from curiosity_search.eval.frontier import fit_frontier
-from curiosity_search.eval.plot_common import (
+from curiosity_search.plots.common import (
     log_x_axis,
     number,
     numeric_sort_key,

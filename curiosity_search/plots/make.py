@@ -20,7 +20,7 @@ writes a PNG and a CSV per figure:
   with E empty cells; Hex from 5x5 up) vs training FLOPs, one panel per algorithm, one
   curve per board size (expert solid, apprentice dashed); see ``learning_curves``.
 - ``variants``: runs grouped by name without ``-seed<N>`` (e.g. ExIt ``tpt-online`` vs
-  ``cat-online``), score vs the reference and optimal-move rate; see ``variant_plots``.
+  ``cat-online``), score vs the reference and optimal-move rate; see ``variants``.
 
 Seeds are pooled: curves show the mean over runs that differ only in seed, with the
 Wilson interval of the pooled games as a band. Never imports JAX.
@@ -28,7 +28,6 @@ Wilson interval of the pooled games as a band. Never imports JAX.
 
 from __future__ import annotations
 
-import argparse
 import csv
 import json
 import math
@@ -41,21 +40,21 @@ from typing import Any
 import numpy as np
 
 from curiosity_search.atomic_io import write_csv_atomically
-from curiosity_search.eval.elo_figure import elo_figure
-from curiosity_search.eval.learning_curves import late_game_figure, optimal_move_figure
-from curiosity_search.eval.plot_common import (
+from curiosity_search.eval.wilson import wilson_interval
+from curiosity_search.plots.common import (
     log_x_axis,
     number,
     numeric_sort_key,
     panel_grid,
     x_axis,
 )
-from curiosity_search.eval.variant_plots import (
+from curiosity_search.plots.elo_figure import elo_figure
+from curiosity_search.plots.learning_curves import late_game_figure, optimal_move_figure
+from curiosity_search.plots.variants import (
     optimal_move_curves,
     variant_figure,
     with_variants,
 )
-from curiosity_search.eval.wilson import wilson_interval
 
 LABEL_KEYS = ("run", "algorithm", "board_size", "network", "seed")
 
@@ -310,12 +309,3 @@ def make_plots(dirs: Sequence[str | os.PathLike], out: str | os.PathLike) -> lis
     command = "curiosity-search plot " + " ".join(map(str, dirs)) + f" --out {out}"
     (out / "PLOTS_COMMAND.txt").write_text(command + "\n")
     return sorted(out.glob("*.png")) + sorted(out.glob("*.csv"))
-
-
-def plot_main(args: argparse.Namespace) -> int:
-    """``curiosity-search plot DIR... [--out OUT]`` (default OUT: the first DIR)."""
-    dirs = getattr(args, "dirs", None) or [args.dir]
-    out = getattr(args, "out", None) or dirs[0]
-    for path in make_plots(dirs, out):
-        print(path)
-    return 0

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from curiosity_search.eval.plot_common import (
+from curiosity_search.plots.common import (
     log_x_axis,
     number,
     numeric_sort_key,

@@ -30,7 +30,7 @@ which starts from iteration 0 if nothing was saved, and is told to start over wh
 directory holds metrics but no checkpoint). A run whose directory another process
 holds (``train.workdir_lock``) is ``busy``: reported, not started. ``--shard I/N`` takes
 runs ``I, I+N, ...`` of the name-sorted list; ``--jobs J`` runs J at a time, each in
-its own process (``python -m curiosity_search.eval.sweep FILE --run NAME``, which
+its own process (``python -m curiosity_search.cli.sweep_run FILE --run NAME``, which
 trains, evaluates and marks one run, and dies with the sweep that started it) with
 one GPU per process where there are GPUs.
 
@@ -41,12 +41,10 @@ the file and key; the CLI prints it on one line and exits 2.
 
 from __future__ import annotations
 
-import argparse
 import itertools
 import json
 import os
 import re
-import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -56,7 +54,7 @@ from typing import Any
 from curiosity_search.atomic_io import write_text_atomically
 from curiosity_search.errors import UserError
 from curiosity_search.eval.evaluation import EvalPlan, evaluate_run, plan_from_dict
-from curiosity_search.eval.sweep_jobs import die_with_parent, run_parallel
+from curiosity_search.sweeps.jobs import run_parallel
 
 DONE_FILENAME = "DONE"
 _SWEEP_KEYS = ("name", "base", "set", "grid", "evaluation")
@@ -421,46 +419,3 @@ def run_sweep(
             continue
         out(f"done {run.name}: {summary['status']}, {summary['seconds']:.0f} s")
     return failed
-
-
-def sweep_main(args: argparse.Namespace) -> int:
-    """``curiosity-search sweep FILE [--dry-run] [--shard I/N] [--jobs J] [--workdir DIR]``."""
-    sweep = load_sweep(args.file, getattr(args, "workdir", None))
-    failed = run_sweep(
-        sweep,
-        shard_spec=parse_shard(getattr(args, "shard", None)),
-        jobs=int(getattr(args, "jobs", 1) or 1),
-        dry_run=bool(getattr(args, "dry_run", False)),
-    )
-    if failed:
-        print(f"{len(failed)} run(s) failed: {', '.join(failed)}", file=sys.stderr)
-        return 1
-    return 0
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Child entry point: ``python -m curiosity_search.eval.sweep FILE --run NAME``."""
-    parser = argparse.ArgumentParser(prog="python -m curiosity_search.eval.sweep")
-    parser.add_argument("file", type=Path)
-    parser.add_argument("--run", required=True, help="the one run to train and evaluate")
-    parser.add_argument("--workdir", type=Path)
-    parser.add_argument("--parent-pid", type=int,
-                        help="exit when this process (the sweep) has gone")
-    args = parser.parse_args(argv)
-    if args.parent_pid is not None:
-        die_with_parent(args.parent_pid)
-    from curiosity_search.compilation_cache import enable_compilation_cache
-
-    enable_compilation_cache()
-    try:
-        sweep = load_sweep(args.file, args.workdir)
-        summary = execute_run(sweep, sweep.get(args.run))
-    except UserError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    print(json.dumps(summary))
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

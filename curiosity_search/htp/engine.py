@@ -2,9 +2,10 @@
 
 ``HtpEngine`` holds the board and speaks the protocol; it knows nothing of networks:
 moves come from a callback ``generate(state) -> action`` built per board by a factory,
-so a random, solver, MCTS or network player can sit behind it. ``play_main`` (the
-``curiosity-search play`` verb) puts a checkpoint behind it; ``python -m
-curiosity_search.eval.htp --player SPEC --size N`` puts any player spec behind it.
+so a random, solver, MCTS or network player can sit behind it; ``serve(engine)`` runs it
+on stdin/stdout. ``eval.htp_play`` puts a checkpoint (``curiosity-search play``) or
+any player spec (``python -m curiosity_search.cli.htp_engine --player SPEC --size N``)
+behind it.
 
 Protocol: each command line may start with a numeric id (ASCII digits, as in GTP),
 echoed in the reply (``=ID text`` / ``?ID message``); replies end with an empty line.
@@ -17,9 +18,6 @@ protocol_version, list_commands, known_command, boardsize N [N], clear_board, pl
 COLOUR CELL, genmove COLOUR, undo, showboard, final_score, hexgui-analyze_commands,
 quit.
 
-``play_main`` refuses a ``--checkpoint`` that is missing, not a run, damaged or not a
-Hex board with one ``error: ...`` line and exit code 2.
-
 Colours: ``black`` is pgx's first player and joins the top row to the bottom row;
 ``white`` joins the left column to the right one. Cells are ``a1``.. with the column
 letter first (see ``coords``). Turn order: pgx games alternate, so ``play`` and
@@ -30,7 +28,6 @@ moves (``undo`` takes one back). The swap rule is not offered.
 
 from __future__ import annotations
 
-import argparse
 import io
 import os
 import sys
@@ -38,7 +35,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
 from curiosity_search import __version__
-from curiosity_search.eval.coords import (
+from curiosity_search.htp.coords import (
     BLACK,
     WHITE,
     CoordinateError,
@@ -344,72 +341,6 @@ def _command_id(tokens: list[str]) -> str:
     return first if first.isascii() and first.isdigit() else ""
 
 
-# ---------------------------------------------------------------------- players
-def generator_from_player(player: Any, seed: int = 0) -> MoveGenerator:
-    """Wraps a ``JaxPlayer`` as a move generator (batch of one, a fresh key per move)."""
-    import jax
-
-    act = jax.jit(player.apply)
-    base_key = jax.random.key(seed)
-    moves = [0]
-
-    def generate(state: Any) -> int:
-        batch = jax.tree.map(lambda x: x[None], state)
-        moves[0] += 1
-        return int(act(player.params, jax.random.fold_in(base_key, moves[0]), batch)[0])
-
-    return generate
-
-
-def spec_generator_factory(spec: str, seed: int = 0) -> GeneratorFactory:
-    """A factory building ``parse_player(spec)`` for each board's env."""
-    from curiosity_search.eval.players import GameSpec, JaxPlayer, parse_player
-
-    def make_generator(env: Any) -> MoveGenerator:
-        game = GameSpec("hex", {"size": env.size, "swap": False})
-        player = parse_player(spec, game, env)
-        if not isinstance(player, JaxPlayer):
-            raise HtpFailure(f"player {spec!r} cannot run inside the engine")
-        return generator_from_player(player, seed)
-
-    return make_generator
-
-
-def checkpoint_engine(checkpoint: str, simulations: int | None = None, seed: int = 0) -> HtpEngine:
-    """An engine playing a checkpoint (its board size only) with ``simulations``."""
-    from curiosity_search import load_agent
-    from curiosity_search.eval.players import checkpoint_player
-
-    agent = load_agent(checkpoint)
-    env_cfg = agent.config.env
-    if env_cfg.name != "hex" or env_cfg.swap:
-        raise ValueError(
-            f"play: checkpoint {checkpoint} plays env.name={env_cfg.name!r} "
-            f"swap={env_cfg.swap}; allowed: hex without swap"
-        )
-    sims = agent.config.search.eval_num_simulations if simulations is None else simulations
-    player = checkpoint_player(checkpoint, sims, agent=agent)
-    return HtpEngine(
-        lambda env: generator_from_player(player, seed),
-        size=env_cfg.size,
-        sizes=[env_cfg.size],
-        make_env=lambda size: agent.env,
-        name=f"curiosity_search ({agent.config.algorithm}, {sims} simulations)",
-    )
-
-
-def _load_engine(build: Callable[[], HtpEngine]) -> HtpEngine | None:
-    """``build()``, or ``None`` after printing one ``error: ...`` line for a bad
-    checkpoint (missing, not a run directory, damaged, another game)."""
-    from curiosity_search.errors import UserError
-
-    try:
-        return build()
-    except (UserError, OSError, ValueError) as error:
-        print(f"error: play: {capped(str(error), 400)}", file=sys.stderr)
-        return None
-
-
 def serve(engine: HtpEngine) -> int:
     """Runs ``engine`` on this process's stdin/stdout (undecodable input bytes read as
     U+FFFD); returns 0, also when the controller closes the pipe."""
@@ -425,45 +356,3 @@ def serve(engine: HtpEngine) -> int:
         except (OSError, ValueError):
             pass
     return 0
-
-
-def play_main(args: argparse.Namespace) -> int:
-    """``curiosity-search play --checkpoint DIR [--simulations N] [--seed S]``.
-
-    Exit codes: 0 after ``quit``, end of input or a closed stdout; 2 when the checkpoint
-    cannot be played (one ``error: ...`` line).
-    """
-    engine = _load_engine(lambda: checkpoint_engine(
-        str(args.checkpoint), args.simulations, getattr(args, "seed", 0)
-    ))
-    if engine is None:
-        return 2
-    return serve(engine)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m curiosity_search.eval.htp (--player SPEC | --checkpoint DIR) [--size N]``."""
-    parser = argparse.ArgumentParser(prog="python -m curiosity_search.eval.htp")
-    group = parser.add_mutually_exclusive_group(required=True)
-    group.add_argument("--player", help="random, mcts:SIMS, solver, checkpoint:DIR[@SIMS]")
-    group.add_argument("--checkpoint", help="run directory or checkpoint")
-    parser.add_argument("--simulations", type=int, help="with --checkpoint")
-    parser.add_argument("--size", type=int, default=11, help="initial board size (default 11)")
-    parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args(argv)
-    from curiosity_search.compilation_cache import enable_compilation_cache
-
-    enable_compilation_cache()
-    if args.checkpoint:
-        engine = _load_engine(lambda: checkpoint_engine(args.checkpoint, args.simulations,
-                                                        args.seed))
-    else:
-        engine = _load_engine(lambda: HtpEngine(spec_generator_factory(args.player, args.seed),
-                                                size=args.size))
-    if engine is None:
-        return 2
-    return serve(engine)
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -1,7 +1,7 @@
 """``curiosity-search bench {search,train}``: throughput benchmarks, written to CSV.
 
 ``bench search`` times our search policies against mctx's on the same model
-(``search_bench.bench_search``) and writes ``results/bench/search_<device>.csv``.
+(``bench.search.bench_search``) and writes ``results/bench/search_<device>.csv``.
 ``bench train`` times one compiled training iteration (self-play moves + updates) for
 the given config, with its network evaluations/s and FLOP/s, and appends a row to
 ``results/bench/train_<device>.csv``. Both print ratios
@@ -10,7 +10,6 @@ measured side by side in one process: compare rows of one run, never across mach
 
 from __future__ import annotations
 
-import argparse
 import functools
 import json
 import tempfile
@@ -21,10 +20,8 @@ from typing import Any
 
 import jax
 
-from curiosity_search.atomic_io import write_csv_atomically
+from curiosity_search.bench import DEFAULT_OUT_DIR
 from curiosity_search.errors import UserError
-
-DEFAULT_OUT_DIR = Path("results/bench")
 
 
 class BenchError(UserError):
@@ -73,7 +70,7 @@ def _compute(cfg: Any, trainer: Any, params: Any) -> Any:
     import math
 
     from curiosity_search.nets.flops import forward_flops
-    from curiosity_search.train.run_accounting import make_compute_model
+    from curiosity_search.train.run import make_compute_model
     from curiosity_search.train.sharding import local_copy
 
     compute = make_compute_model(cfg, trainer, local_copy(params))
@@ -106,7 +103,7 @@ def bench_train(cfg: Any, repeats: int = 3) -> dict[str, Any]:
        less a steady one (the step's compilation, or its load from JAX's persistent
        cache; timing the compile on its own would compile the whole iteration once
        more, the longest part of this benchmark on an accelerator).
-    3. The compute, counted as training counts it (``train.run_accounting``: network
+    3. The compute, counted as training counts it (``train.run.ComputeModel``: network
        FLOPs only, one forward pass measured by XLA's cost analysis, an update = 3
        forward passes): ``forward_flops`` per position, ``network_evaluations`` per
        iteration (self-play: ``games * moves * (simulations + 1)``),
@@ -194,27 +191,17 @@ def bench_train(cfg: Any, repeats: int = 3) -> dict[str, Any]:
     }
 
 
-def bench_main(args: argparse.Namespace) -> int:
-    """Entry point of ``curiosity-search bench``."""
-    device = jax.devices()[0].platform
-    if args.kind == "search":
-        from curiosity_search.search_bench import bench_search
-
-        rows = bench_search(
-            batch_sizes=args.batch or (64, 256),
-            num_simulations=args.sims or (32, 128),
-            repeats=args.repeats,
-            out_dir=None,
-        )
-        path = write_csv_atomically(args.out or DEFAULT_OUT_DIR / f"search_{device}.csv", rows)
-        print(f"wrote {path}")
-        return 0
+def run_train_bench(cfg: Any, *, repeats: int = 3, out: str | Path | None = None) -> Path:
+    """``curiosity-search bench train``: times one training iteration of ``cfg``
+    (``bench_train``), prints the row and appends it to ``out`` (default
+    ``results/bench/train_<device>.csv``); returns the CSV's path."""
     from curiosity_search.eval.arena import append_csv
 
-    row = bench_train(args.cfg, repeats=args.repeats)
+    device = jax.devices()[0].platform
+    row = bench_train(cfg, repeats=repeats)
     for key, value in row.items():
         print(f"{key:>28s}: {value}")
-    path = args.out or DEFAULT_OUT_DIR / f"train_{device}.csv"
+    path = Path(out) if out is not None else DEFAULT_OUT_DIR / f"train_{device}.csv"
     append_csv(path, [row])
     print(f"appended to {path}")
-    return 0
+    return path

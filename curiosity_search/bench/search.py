@@ -31,6 +31,7 @@ import mctx
 import pgx
 
 from curiosity_search.atomic_io import write_csv_atomically
+from curiosity_search.bench import DEFAULT_OUT_DIR
 from curiosity_search.curiosity import (
     BeliefRecurrentFnOutput,
     BeliefRootFnOutput,
@@ -292,13 +293,20 @@ def bench_search(
     return rows
 
 
-if __name__ == "__main__":
-    import argparse
-
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--batch", type=int, nargs="+", default=[64, 256])
-    parser.add_argument("--sims", type=int, nargs="+", default=[32, 128])
-    parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--out-dir", default="results/bench")
-    args = parser.parse_args()
-    bench_search(args.batch, args.sims, repeats=args.repeats, out_dir=args.out_dir)
+def run_search_bench(
+    batch_sizes: Sequence[int] = (64, 256),
+    num_simulations: Sequence[int] = (32, 128),
+    *,
+    repeats: int = 3,
+    out: str | Path | None = None,
+) -> Path:
+    """``curiosity-search bench search``: ``bench_search`` over ``batch_sizes`` x
+    ``num_simulations``, written to ``out`` (default ``results/bench/search_<device>.csv``);
+    returns the CSV's path."""
+    device = jax.devices()[0].platform
+    rows = bench_search(
+        batch_sizes=batch_sizes, num_simulations=num_simulations, repeats=repeats, out_dir=None
+    )
+    path = write_csv_atomically(out or DEFAULT_OUT_DIR / f"search_{device}.csv", rows)
+    print(f"wrote {path}")
+    return path

@@ -1,6 +1,6 @@
 """Running a sweep's runs in parallel child processes (``curiosity-search sweep --jobs J``).
 
-Each run is one ``python -m curiosity_search.eval.sweep FILE --run NAME`` process that
+Each run is one ``python -m curiosity_search.cli.sweep_run FILE --run NAME`` process that
 trains, evaluates and marks its run ``DONE``; its output goes to
 ``<root>/<run>.sweep.log``. With GPUs, every process sees one of them
 (``CUDA_VISIBLE_DEVICES``), round robin over the J slots.
@@ -84,7 +84,7 @@ def child_command(sweep: Any, run: Any) -> list[str]:
     return [
         sys.executable,
         "-m",
-        "curiosity_search.eval.sweep",
+        "curiosity_search.cli.sweep_run",
         str(sweep.file),
         "--run",
         run.name,
