@@ -11,7 +11,7 @@ Files (one concept each):
 
 The kernel imports no pgx. Test aids (stub models with known answers, the slow
 plain-Python reference search) live in ``curiosity_search.testing``; random rollouts in
-``curiosity_search.envs``; the search benchmark in ``curiosity_search.search_bench``.
+``curiosity_search.envs``; the search benchmark in ``curiosity_search.bench.search``.
 
 Curiosity-driven search is a rule built on these hooks; it lives in its own package,
 ``curiosity_search.curiosity``.
