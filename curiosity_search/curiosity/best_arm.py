@@ -55,8 +55,8 @@ import jax.numpy as jnp
 from jax.scipy.special import gammaln
 
 from curiosity_search.curiosity.score_cdf import (
-    score_cdf,
     score_cdf_and_density_beta,
+    score_cdf_and_density_dirichlet,
     score_location,
 )
 
@@ -149,9 +149,7 @@ def _accurate_core(concentrations: Array, valid: Array, threshold: Array,
     if concentrations.shape[-1] == 2:
         cdf, density = score_cdf_and_density_beta(concentrations, edges)
     else:
-        cdf, density = jax.jvp(
-            lambda e: score_cdf(concentrations, e), (edges,), (jnp.ones_like(edges),)
-        )
+        cdf, density = score_cdf_and_density_dirichlet(concentrations, edges)
     cdf = jnp.where(valid[..., None], cdf, 1.0)
     density = jnp.maximum(jnp.where(valid[..., None], density, 0.0), 0.0)
     cdf = jax.lax.cummax(cdf, axis=cdf.ndim - 1)
