@@ -136,6 +136,44 @@ def _grid_edges(center: Array, scale: Array, valid: Array, threshold: Array,
     return jnp.sort(snapped, axis=-1)
 
 
+def _with_edge_at_half(edges: Array) -> Array:
+    """K = 3: ``edges [..., G]`` and one more edge at logit 0 (score 1/2) when 0 lies
+    inside the grid (else a copy of the last edge: an empty cell); ``[..., G + 1]``, sorted.
+
+    A Dirichlet's score density can be singular or jump at 1/2 (s - 1/2 = (1 - t)(B -
+    1/2): with a component below 1, s piles up at, or stays on one side of, 1/2), which
+    the cells' linear density profiles cannot follow inside a cell.
+    """
+    inside = (edges[..., 0] < 0.0) & (edges[..., -1] > 0.0)
+    extra = jnp.where(inside, 0.0, edges[..., -1])[..., None]
+    return jnp.sort(jnp.concatenate([edges, extra], axis=-1), axis=-1)
+
+
+def _mass_consistent_at_half(edges: Array, mass: Array, density_low: Array,
+                             density_high: Array) -> tuple[Array, Array]:
+    """K = 3: the cells' edge densities ``[..., A, G + 1]`` with the value at an edge at
+    logit 0 replaced, in the two finite cells beside it, by the one that makes the
+    cell's linear profile hold its ``mass [..., A, G + 1]`` given the far end's density.
+
+    At score 1/2 a Dirichlet's score density can be singular (``|z|^(c - 1)`` for a
+    component ``c < 1``) or jump, so its value there says nothing about the cell; the
+    mass (exact, from CDF differences) does. ``edges [..., G]``.
+    """
+    width = edges[..., 1:] - edges[..., :-1]  # [..., G - 1]
+    inf = jnp.full_like(edges[..., :1], jnp.inf)
+    width = jnp.concatenate([inf, width, inf], axis=-1)[..., None, :]  # [..., 1, G + 1]
+    finite = jnp.isfinite(width) & (width > 0.0)
+    zero = jnp.concatenate([edges == 0.0, jnp.zeros_like(edges[..., :1], bool)], axis=-1)
+    ends_at_zero = (zero & finite[..., 0, :])[..., None, :]  # the cell's upper edge is 0
+    starts_at_zero = (jnp.concatenate([jnp.zeros_like(zero[..., :1]), zero[..., :-1]], axis=-1)
+                      & finite[..., 0, :])[..., None, :]
+    average = 2.0 * mass / jnp.where(finite, width, 1.0)
+    density_high = jnp.where(ends_at_zero, jnp.maximum(average - density_low, 0.0), density_high)
+    density_low = jnp.where(starts_at_zero, jnp.maximum(average - density_high, 0.0),
+                            density_low)
+    return density_low, density_high
+
+
 def _accurate_core(concentrations: Array, valid: Array, threshold: Array,
                    grid_size: int) -> tuple[Array, Array]:
     """Unnormalized ``(P [..., A], P_exact [...])`` on the accurate grid.
@@ -146,6 +184,8 @@ def _accurate_core(concentrations: Array, valid: Array, threshold: Array,
     """
     center, scale = score_location(concentrations)
     edges = _grid_edges(center, scale, valid, threshold, grid_size)  # [..., G]
+    if concentrations.shape[-1] == 3:
+        edges = _with_edge_at_half(edges)
     if concentrations.shape[-1] == 2:
         cdf, density = score_cdf_and_density_beta(concentrations, edges)
     else:
@@ -162,6 +202,9 @@ def _accurate_core(concentrations: Array, valid: Array, threshold: Array,
     # half-line end cells and where both edge densities vanish.
     density_low = jnp.concatenate([ones, density], axis=-1).at[..., -1].set(1.0)
     density_high = jnp.concatenate([density, ones], axis=-1).at[..., 0].set(1.0)
+    if concentrations.shape[-1] == 3:
+        density_low, density_high = _mass_consistent_at_half(edges, mass, density_low,
+                                                             density_high)
     edge_sum = density_low + density_high
     degenerate = edge_sum <= 1e-30
     weight_low = jnp.where(degenerate, 0.5, density_low / jnp.where(degenerate, 1.0, edge_sum))
