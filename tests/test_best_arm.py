@@ -83,13 +83,11 @@ def _errors(method: str, num_outcomes: int, regime: str) -> float:
     return float(np.abs(got - reference).max())
 
 
-# K = 3: the score CDF (a 1-D integral of the exact representation on 65-node tables)
-# and the grid, placed from a moment-matched Beta, leave errors above 0.01 on these
-# cases (measured, 30 cases per regime): 0.0104 on random beliefs, 0.12 with components
-# far below 1 (near-vertex beliefs compare at |logit(score)| far below float32's range).
-# Both methods use it for K = 3. A known gap, kept visible: strict xfail fails once fixed.
-_K3_GAPS = {"random": "K = 3 P(best) errs 0.0104 on random beliefs (grid too coarse)",
-            "far_below_one": "K = 3 score CDF inexact for concentrations far below 1"}
+# K = 3: with components far below 1, near-vertex beliefs compare at |logit(score)| far
+# below float32's range and both methods (the accurate one for K = 3) err by up to 0.084
+# on these cases (measured, 30 cases). A known gap, kept visible: strict xfail fails
+# once fixed.
+_K3_GAPS = {"far_below_one": "K = 3 P(best) inexact for concentrations far below 1"}
 
 
 @pytest.mark.parametrize("method", ["fast", "accurate"])

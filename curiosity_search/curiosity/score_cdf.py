@@ -15,6 +15,7 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.scipy.special import digamma, polygamma
 
 Array = jax.Array
@@ -24,6 +25,20 @@ _TINY = 1e-30
 # logit(score) around its mean.
 _TABLE_NODES = 65  # odd: u = 0 (the mode) is a node
 _TABLE_HALF_WIDTH = 10.0
+# K = 3: Gauss-Legendre nodes on the quantile scale of the integration variable, read
+# from a per-arm table of its quantile function at uniform logits of the level.
+_QUANTILE_NODES = 8
+_QUANTILE_LOGITS = np.linspace(-16.0, 16.0, 33).astype(np.float32)
+_QUANTILE_NEWTON_STEPS = 3
+
+
+def _gauss_legendre_unit(order: int) -> tuple[np.ndarray, np.ndarray]:
+    """Gauss-Legendre nodes and weights on ``[0, 1]``, ``[order]`` each (float32)."""
+    nodes, weights = np.polynomial.legendre.leggauss(order)
+    return (0.5 * (nodes + 1.0)).astype(np.float32), (0.5 * weights).astype(np.float32)
+
+
+_GAUSS_LEGENDRE = _gauss_legendre_unit(_QUANTILE_NODES)
 
 
 # --------------------------------------------------------------------------------------
@@ -242,19 +257,77 @@ def score_cdf_and_density_beta(concentrations: Array, edges: Array) -> tuple[Arr
     return _table_cdf_and_density(table, edges)
 
 
-def _table_nodes(table: _LogitBetaTable) -> Array:
-    """Logit positions of the table nodes, ``[..., S]``."""
-    return table.mode[..., None] + _table_offsets(table)
+def _table_quantiles(table: _LogitBetaTable, quantiles: Array) -> Array:
+    """Logit positions ``[..., Q]`` where the tabulated CDF reaches ``quantiles [..., Q]``.
 
-
-def _trapezoid_weights(table: _LogitBetaTable) -> Array:
-    """Trapezoid quadrature weights on the table nodes, ``[..., S]`` (sum to 1)."""
+    Finds each quantile's cell by counting nodes (``[..., Q, S]`` comparisons: for a few
+    levels per arm), then solves the cell's Hermite cubic (``_table_cdf``'s interpolant)
+    by Newton steps from the linear guess: the inverse of ``_table_cdf``.
+    """
+    below = table.cdf[..., None, :] <= quantiles[..., None]  # [..., Q, S]
+    index = jnp.clip(jnp.sum(below, axis=-1) - 1, 0, _TABLE_NODES - 2).astype(jnp.int32)
     offsets = _table_offsets(table)
-    width = offsets[..., 1:] - offsets[..., :-1]
-    zeros = jnp.zeros_like(width[..., :1])
-    span = 0.5 * (jnp.concatenate([zeros, width], -1) + jnp.concatenate([width, zeros], -1))
-    weights = table.density * span
-    return weights / jnp.maximum(jnp.sum(weights, axis=-1, keepdims=True), _TINY)
+    take = lambda values, idx: jnp.take_along_axis(values, idx, axis=-1)
+    left, right = take(offsets, index), take(offsets, index + 1)
+    width = right - left
+    c0, c1 = take(table.cdf, index), take(table.cdf, index + 1)
+    d0, d1 = take(table.density, index) * width, take(table.density, index + 1) * width
+    tau = jnp.clip((quantiles - c0) / jnp.maximum(c1 - c0, _TINY), 0.0, 1.0)
+    for _ in range(_QUANTILE_NEWTON_STEPS):
+        tau2, tau3 = tau * tau, tau * tau * tau
+        value = ((2 * tau3 - 3 * tau2 + 1) * c0 + (tau3 - 2 * tau2 + tau) * d0
+                 + (-2 * tau3 + 3 * tau2) * c1 + (tau3 - tau2) * d1)
+        slope = ((6 * tau2 - 6 * tau) * (c0 - c1) + (3 * tau2 - 4 * tau + 1) * d0
+                 + (3 * tau2 - 2 * tau) * d1)
+        step = jnp.where(slope > _TINY, (value - quantiles) / jnp.maximum(slope, _TINY), 0.0)
+        tau = jnp.clip(tau - step, 0.0, 1.0)
+    return table.mode[..., None] + left + tau * width
+
+
+class _QuantileTable(NamedTuple):
+    """A logit-Beta's quantile function ``z(l)`` at the uniform logits ``l`` of its level
+    ``_QUANTILE_LOGITS``, and its slopes ``dz / dl``; ``[..., M]`` each."""
+
+    value: Array
+    slope: Array
+
+
+def _quantile_table(table: _LogitBetaTable) -> _QuantileTable:
+    """Tabulates the quantile function of ``table``'s distribution (leading shape ``[...]``)."""
+    logits = jnp.asarray(_QUANTILE_LOGITS)
+    levels = jnp.broadcast_to(jax.nn.sigmoid(logits), table.mode.shape + logits.shape)
+    value = _table_quantiles(table, levels)
+    density = _table_cdf_and_density(table, value)[1]
+    # dz/dl = u (1 - u) / f(z); where the tabulated density is negligible (clipped tails),
+    # the centred difference of the values (linear extension at the ends).
+    exact = levels * (1.0 - levels) / jnp.maximum(density, _TINY)
+    spacing = logits[1] - logits[0]
+    padded = jnp.concatenate([2 * value[..., :1] - value[..., 1:2], value,
+                              2 * value[..., -1:] - value[..., -2:-1]], axis=-1)
+    difference = (padded[..., 2:] - padded[..., :-2]) / (2.0 * spacing)
+    slope = jnp.where(density > 1e-6 * jnp.max(density, axis=-1, keepdims=True),
+                      jnp.minimum(exact, 10.0 * jnp.abs(difference) + 1e-3), difference)
+    return _QuantileTable(value, jnp.maximum(slope, 0.0))
+
+
+def _quantile_table_lookup(table: _QuantileTable, logit_u: Array) -> Array:
+    """Quantiles ``[..., Q]`` at the logits ``logit_u [..., Q]`` of their levels: cubic
+    Hermite inside the table, linear in the logit beyond it (logit-Beta tails are
+    exponential, so the quantile is asymptotically linear in the level's logit)."""
+    low, high = float(_QUANTILE_LOGITS[0]), float(_QUANTILE_LOGITS[-1])
+    spacing = (high - low) / (len(_QUANTILE_LOGITS) - 1)
+    position = (jnp.clip(logit_u, low, high) - low) / spacing
+    index = jnp.clip(jnp.floor(position), 0, len(_QUANTILE_LOGITS) - 2).astype(jnp.int32)
+    tau = position - index
+    take = lambda values, idx: jnp.take_along_axis(values, idx, axis=-1)
+    z0, z1 = take(table.value, index), take(table.value, index + 1)
+    m0, m1 = take(table.slope, index) * spacing, take(table.slope, index + 1) * spacing
+    tau2, tau3 = tau * tau, tau * tau * tau
+    inside = ((2 * tau3 - 3 * tau2 + 1) * z0 + (tau3 - 2 * tau2 + tau) * m0
+              + (-2 * tau3 + 3 * tau2) * z1 + (tau3 - tau2) * m1)
+    below = table.value[..., :1] + table.slope[..., :1] * (logit_u - low)
+    above = table.value[..., -1:] + table.slope[..., -1:] * (logit_u - high)
+    return jnp.where(logit_u < low, below, jnp.where(logit_u > high, above, inside))
 
 
 def _log_twice_minus(z: Array, y: Array) -> Array:
@@ -284,13 +357,25 @@ def _log_two_cosh(a: Array) -> Array:
 
 
 def score_cdf_dirichlet(concentrations: Array, edges: Array) -> Array:
-    """K = 3: CDF of s = p_w + p_d / 2 at logit edges, ``[..., A, G]``.
+    """K = 3: CDF of s = p_w + p_d / 2 at logit edges, ``[..., A, G]``."""
+    return score_cdf_and_density_dirichlet(concentrations, edges)[0]
+
+
+def score_cdf_and_density_dirichlet(concentrations: Array, edges: Array) -> tuple[Array, Array]:
+    """K = 3: CDF of s = p_w + p_d / 2 and its density in logit space at logit edges.
+
+    ``concentrations [..., A, 3]``, ``edges [..., G]`` -> ``([..., A, G], [..., A, G])``.
 
     Exact representation: t = p_d ~ Beta(d, w + l) and B = p_w / (p_w + p_l) ~
     Beta(w, l) are independent and s - 1/2 = (1 - t)(B - 1/2). The CDF is a 1-D
     integral, over t of F_B(.) or over B of F_t(.); we integrate over the variable that
-    moves s less (then the integrand is smooth on the node spacing) with the
-    trapezoid rule on its table nodes, and read the other CDF from its table.
+    moves s less, per arm, and read the other's CDF from its table. Given the edge x, the
+    conditional CDF is constant (0 or 1) on one side of a cusp of the integration variable
+    (t = 2 min(x, 1 - x), or B = x) and smooth on the other: ``_QUANTILE_NODES``-point
+    Gauss-Legendre in the integration variable's quantile over that side only (its
+    quantiles from a per-arm quantile table). The density is the same sum of the other's
+    table density times the derivative of its argument in the edge (the moving end's
+    terms cancel against the constant side: the conditional CDF is continuous there).
     """
     win, draw, loss = concentrations[..., 0], concentrations[..., 1], concentrations[..., 2]
     # Spread of s induced by each variable (linearized at the means): integrate over the
@@ -310,25 +395,69 @@ def score_cdf_dirichlet(concentrations: Array, edges: Array) -> Array:
         first, second)
     outer_table = pick(draw_table, ratio_table)
     inner_table = pick(ratio_table, draw_table)
-    z = edges[..., None, :, None]  # [..., 1, G, 1] logit of the edge x
-    nodes = _table_nodes(outer_table)[..., None, :]  # [..., A, 1, S]
-    shape = jnp.broadcast_shapes(z.shape, nodes.shape)
 
-    # Over t (nodes = logit t): P(s <= x | t) = F_B(log(2x - t) - log(2(1 - x) - t)),
-    # both logs written in logits (no 1 - x).
-    arg_t = _log_twice_minus(z, nodes) - _log_twice_minus(-z, nodes)
-    # Over B (nodes = logit B), with c = 2B - 1 and th = 2x - 1, s <= x iff (1 - t) c <= th:
-    # c > 0: P = 1 - F_t(log(c - th) - log(th)); c < 0: P = F_t(log(th - c) - log(-th)),
-    # each difference of sigmoids in closed form from the logits (exact in the tails).
-    positive = (nodes > 0) & ~use_t[..., None, None]
-    zero = jnp.zeros_like(z)
-    arg_pos = _log_sigmoid_gap(nodes, z) - _log_sigmoid_gap(z, zero)
-    arg_neg = _log_sigmoid_gap(z, nodes) - _log_sigmoid_gap(zero, z)
-    arg = jnp.where(use_t[..., None, None], arg_t, jnp.where(positive, arg_pos, arg_neg))
-    arg = jnp.where(jnp.isnan(arg), 0.0, arg)
-    conditional = _table_cdf(inner_table, arg.reshape(shape[:-2] + (-1,))).reshape(shape)
+    # The cusp: over t, s > x for t > 2x (x < 1/2) and s < x for t > 2 (1 - x) (x > 1/2);
+    # over B, s > x for B > x (x < 1/2) and s < x for B < x (x > 1/2). Its quantile
+    # splits [0, 1] into the constant side and the integrated one, [start, start + length].
+    z = edges[..., None, :]  # [..., 1, G] logit of the edge x
+    m = -jnp.abs(z)
+    cusp_t = math.log(2.0) + jax.nn.log_sigmoid(m) - _log_sigmoid_gap(-m, m)  # +inf at x = 1/2
+    use_t = use_t[..., None]  # [..., A, 1]
+    cusp = _table_cdf(outer_table, jnp.where(use_t, cusp_t, z))  # [..., A, G]
+    upper_side = ~use_t & (z > 0)
+    start = jnp.where(upper_side, cusp, 0.0)
+    length = jnp.where(upper_side, 1.0 - cusp, cusp)
+    constant = jnp.where(z > 0, 1.0 - length, 0.0)  # the constant side: 1 above x = 1/2
+
+    unit_nodes, weights = (jnp.asarray(v) for v in _GAUSS_LEGENDRE)  # [N] each
+    # The nodes' levels u = start + length * xi as log u and log(1 - u), each from the
+    # side where it is precise (the interval's end at 0 or 1 is exact).
+    length = length[..., None]
+    log_length = jnp.log(jnp.maximum(length, _TINY))
+    upper = upper_side[..., None]
+    log_u = jnp.where(upper, jnp.log(start[..., None] + length * unit_nodes),
+                      log_length + jnp.log(unit_nodes))
+    log_v = jnp.where(upper, log_length + jnp.log1p(-unit_nodes),
+                      jnp.log1p(-length * unit_nodes))
+    shape = log_u.shape  # [..., A, G, N]
+    flat = lambda x: x.reshape(shape[:-2] + (-1,))
+    nodes = _quantile_table_lookup(_quantile_table(outer_table), flat(log_u - log_v))
+    nodes = nodes.reshape(shape)  # the integration variable's logit at the Gauss nodes
+    use_t = use_t[..., None]  # [..., A, 1, 1]
+    positive = (nodes > 0) & ~use_t
+    log_half_node = jax.nn.log_sigmoid(nodes) - math.log(2.0)
+    log_two_cosh_node = _log_two_cosh(0.5 * nodes)
+
+    def argument(z: Array) -> Array:
+        """The conditional CDF's argument ``[..., A, G, N]`` at edge logits ``z [..., 1, G, 1]``."""
+        # Over t (nodes = logit t): P(s <= x | t) = F_B(log(2x - t) - log(2(1 - x) - t)),
+        # with log(2 sigmoid(z) - t) = log 2 + log sigmoid(z) + log(1 - t / (2 sigmoid(z))).
+        log_sig_z, log_sig_minus_z = jax.nn.log_sigmoid(z), jax.nn.log_sigmoid(-z)
+        ratio_low = jnp.minimum(jnp.exp(log_half_node - log_sig_z), 1.0)
+        ratio_high = jnp.minimum(jnp.exp(log_half_node - log_sig_minus_z), 1.0)
+        arg_t = (log_sig_z + jnp.log1p(-ratio_low)) - (log_sig_minus_z + jnp.log1p(-ratio_high))
+        # Over B (nodes = logit B), with c = 2B - 1 and th = 2x - 1, s <= x iff
+        # (1 - t) c <= th: c > 0: P = 1 - F_t(log(c - th) - log(th)); c < 0:
+        # P = F_t(log(th - c) - log(-th)), i.e. log|B - x| - log|x - 1/2| in both, each a
+        # difference of sigmoids in closed form from the logits (exact in the tails).
+        gap = 0.5 * jnp.abs(nodes - z)
+        log_two_sinh = gap + jnp.log(-jnp.expm1(-2.0 * jnp.maximum(gap, _TINY)))
+        log_node_gap = log_two_sinh - log_two_cosh_node - _log_two_cosh(0.5 * z)
+        arg_b = log_node_gap - _log_sigmoid_gap(jnp.abs(z), jnp.zeros_like(z))
+        arg = jnp.where(use_t, arg_t, arg_b)
+        return jnp.where(jnp.isnan(arg), 0.0, arg)
+
+    edge = z[..., None]  # [..., 1, G, 1]
+    arg, arg_slope = jax.jvp(argument, (edge,), (jnp.ones_like(edge),))  # elementwise
+    conditional, density = _table_cdf_and_density(inner_table, flat(arg))
+    conditional, density = conditional.reshape(shape), density.reshape(shape)
     conditional = jnp.where(positive, 1.0 - conditional, conditional)
-    return jnp.sum(conditional * _trapezoid_weights(outer_table)[..., None, :], axis=-1)
+    # d/dz of F(arg) (or of 1 - F(arg)); 0 where the argument is infinite (F flat there).
+    slope = jnp.where(jnp.isfinite(arg) & jnp.isfinite(arg_slope),
+                      jnp.where(positive, -density, density) * arg_slope, 0.0)
+    cdf = constant + length[..., 0] * jnp.sum(conditional * weights, axis=-1)
+    return jnp.clip(cdf, 0.0, 1.0), length[..., 0] * jnp.sum(slope * weights, axis=-1)
+
 
 def score_cdf(concentrations: Array, edges: Array) -> Array:
     """CDF of each arm's score at ``sigmoid(edges)``.
