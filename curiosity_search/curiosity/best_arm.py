@@ -25,7 +25,7 @@ below 1, see ``accurate``.
   (``score_cdf``), cell masses are exact, and each arm's density is linear inside a
   cell, integrated against the product of the others' CDFs by 3-point Gauss-Legendre.
   Any belief. ~0.8 ms per row of 122 arms on this CPU. For K = 3 the score CDF is a
-  1-D integral of the exact representation (``score_cdf_and_density_dirichlet``,
+  1-D integral of the exact representation (``score_cdf.score_cdf_and_density``,
   8-point Gauss-Legendre in quantile space, the density analytic) and the grid gets
   one more edge at score 1/2 (``_with_edge_at_half``), where a Dirichlet's score density
   can be singular or jump; the cells beside it take the profile that holds their mass.
@@ -61,11 +61,7 @@ import jax
 import jax.numpy as jnp
 from jax.scipy.special import gammaln
 
-from curiosity_search.curiosity.score_cdf import (
-    score_cdf_and_density_beta,
-    score_cdf_and_density_dirichlet,
-    score_location,
-)
+from curiosity_search.curiosity.score_cdf import score_cdf_and_density, score_location
 
 Array = jax.Array
 
@@ -193,10 +189,7 @@ def _accurate_core(concentrations: Array, valid: Array, threshold: Array,
     edges = _grid_edges(center, scale, valid, threshold, grid_size)  # [..., G]
     if concentrations.shape[-1] == 3:
         edges = _with_edge_at_half(edges)
-    if concentrations.shape[-1] == 2:
-        cdf, density = score_cdf_and_density_beta(concentrations, edges)
-    else:
-        cdf, density = score_cdf_and_density_dirichlet(concentrations, edges)
+    cdf, density = score_cdf_and_density(concentrations, edges)
     cdf = jnp.where(valid[..., None], cdf, 1.0)
     density = jnp.maximum(jnp.where(valid[..., None], density, 0.0), 0.0)
     cdf = jax.lax.cummax(cdf, axis=cdf.ndim - 1)

@@ -245,11 +245,6 @@ def score_location(concentrations: Array) -> tuple[Array, Array]:
     return center, scale
 
 
-def score_cdf_beta(concentrations: Array, edges: Array) -> Array:
-    """K = 2: CDF of p(win) at logit edges. ``[..., A, 2]``, ``[..., G]`` -> ``[..., A, G]``."""
-    return score_cdf_and_density_beta(concentrations, edges)[0]
-
-
 def score_cdf_and_density_beta(concentrations: Array, edges: Array) -> tuple[Array, Array]:
     """K = 2: CDF of p(win) and its density in logit space at the edges, ``[..., A, G]``."""
     table = _logit_beta_table(concentrations[..., 0], concentrations[..., 1])
@@ -356,11 +351,6 @@ def _log_two_cosh(a: Array) -> Array:
     return jnp.abs(a) + jnp.log1p(jnp.exp(-2.0 * jnp.abs(a)))
 
 
-def score_cdf_dirichlet(concentrations: Array, edges: Array) -> Array:
-    """K = 3: CDF of s = p_w + p_d / 2 at logit edges, ``[..., A, G]``."""
-    return score_cdf_and_density_dirichlet(concentrations, edges)[0]
-
-
 def score_cdf_and_density_dirichlet(concentrations: Array, edges: Array) -> tuple[Array, Array]:
     """K = 3: CDF of s = p_w + p_d / 2 and its density in logit space at logit edges.
 
@@ -459,15 +449,16 @@ def score_cdf_and_density_dirichlet(concentrations: Array, edges: Array) -> tupl
     return jnp.clip(cdf, 0.0, 1.0), length[..., 0] * jnp.sum(slope * weights, axis=-1)
 
 
-def score_cdf(concentrations: Array, edges: Array) -> Array:
-    """CDF of each arm's score at ``sigmoid(edges)``.
+def score_cdf_and_density(concentrations: Array, edges: Array) -> tuple[Array, Array]:
+    """CDF of each arm's score at ``sigmoid(edges)`` and its density in logit space.
 
-    ``concentrations: [..., A, K]``, ``edges: [..., G]`` -> ``[..., A, G]``.
+    ``concentrations: [..., A, K]`` (K = 2 or 3), ``edges: [..., G]`` ->
+    ``([..., A, G], [..., A, G])``.
     """
     if concentrations.shape[-1] == 2:
-        return score_cdf_beta(concentrations, edges)
+        return score_cdf_and_density_beta(concentrations, edges)
     if concentrations.shape[-1] == 3:
-        return score_cdf_dirichlet(concentrations, edges)
+        return score_cdf_and_density_dirichlet(concentrations, edges)
     raise ValueError(f"beliefs have K = 2 or 3 outcomes, got {concentrations.shape[-1]}")
 
 
