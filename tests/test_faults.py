@@ -291,11 +291,20 @@ CHILD_OF_A_SWEEP = textwrap.dedent("""
 
 
 def _alive(pid: int) -> bool:
-    """Whether ``pid`` runs (a zombie, dead but not yet reaped, does not count)."""
+    """Whether ``pid`` runs: any of its threads is not a zombie. (Its main thread can be a
+    zombie while other threads still run, e.g. finishing a SIGTERM handler's work, and
+    the process keeps its files and locks until the last thread exits.)"""
     try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+        threads = list(Path(f"/proc/{pid}/task").iterdir())
     except FileNotFoundError:
         return False
+    for thread in threads:
+        try:
+            if (thread / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+                return True
+        except FileNotFoundError:
+            continue
+    return False
 
 
 @pytest.mark.parametrize("case", ["train", "train --resume", "holder killed",
