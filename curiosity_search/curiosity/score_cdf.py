@@ -207,10 +207,6 @@ def _table_cdf_and_density(table: _LogitBetaTable, z: Array) -> tuple[Array, Arr
     return jnp.clip(cdf, 0.0, 1.0), density
 
 
-def _safe_log(x: Array) -> Array:
-    """``log(x)`` for ``x > 0``, ``-inf`` otherwise, with finite tangents."""
-    positive = x > 0
-    return jnp.where(positive, jnp.log(jnp.where(positive, x, 1.0)), -jnp.inf)
 
 
 # --------------------------------------------------------------------------------------
@@ -325,13 +321,6 @@ def _quantile_table_lookup(table: _QuantileTable, logit_u: Array) -> Array:
     return jnp.where(logit_u < low, below, jnp.where(logit_u > high, above, inside))
 
 
-def _log_twice_minus(z: Array, y: Array) -> Array:
-    """``log(2 sigmoid(z) - sigmoid(y))`` (``-inf`` where it is <= 0), from the logits,
-    without forming ``sigmoid`` near 0 or 1; shapes broadcast."""
-    ratio = jnp.exp(jax.nn.log_sigmoid(y) - math.log(2.0) - jax.nn.log_sigmoid(z))
-    below = ratio < 1.0
-    return jnp.where(below, math.log(2.0) + jax.nn.log_sigmoid(z)
-                     + jnp.log1p(-jnp.where(below, ratio, 0.0)), -jnp.inf)
 
 
 def _log_sigmoid_gap(high: Array, low: Array) -> Array:
