@@ -83,13 +83,6 @@ def _errors(method: str, num_outcomes: int, regime: str) -> float:
     return float(np.abs(got - reference).max())
 
 
-# K = 3: with components far below 1, near-vertex beliefs compare at |logit(score)| far
-# below float32's range and both methods (the accurate one for K = 3) err by up to 0.084
-# on these cases (measured, 30 cases). A known gap, kept visible: strict xfail fails
-# once fixed.
-_K3_GAPS = {"far_below_one": "K = 3 P(best) inexact for concentrations far below 1"}
-
-
 @pytest.mark.parametrize("method", ["fast", "accurate"])
 @pytest.mark.parametrize("regime", REGIMES)
 def test_k2_within_tolerance_of_the_exact_reference(method, regime):
@@ -98,9 +91,7 @@ def test_k2_within_tolerance_of_the_exact_reference(method, regime):
 
 
 @pytest.mark.parametrize("method", ["fast", "accurate"])
-@pytest.mark.parametrize("regime", [
-    pytest.param(r, marks=pytest.mark.xfail(strict=True, reason=_K3_GAPS[r]))
-    if r in _K3_GAPS else r for r in REGIMES])
+@pytest.mark.parametrize("regime", REGIMES)
 def test_k3_within_tolerance_of_the_exact_reference(method, regime):
     error = _errors(method, 3, regime)
     assert error <= TOLERANCE, (method, regime, error)

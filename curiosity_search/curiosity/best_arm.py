@@ -17,24 +17,27 @@ Exact arms, with ``s*`` the best exact score:
 Two methods, both within 0.01 (max abs) of a Monte Carlo in logit space
 (``tests/pbest_reference.py``) on random beliefs, concentrations far below 1,
 1e4-sharp arms against flat ones, identical arms, one legal arm and masked arms
-(tests/test_best_arm.py), for K = 2; for K = 3 in every regime but concentrations far
-below 1, see ``accurate``.
+(tests/test_best_arm.py), for K = 2 and K = 3.
 
 - ``accurate``: the grid is placed where comparisons are decided (pooled per-arm
-  quantile candidates, a sort), per-arm CDFs come from tabulated logit-Beta CDFs
+  candidates, a sort), per-arm CDFs come from tabulated logit-Beta CDFs
   (``score_cdf``), cell masses are exact, and each arm's density is linear inside a
   cell, integrated against the product of the others' CDFs by 3-point Gauss-Legendre.
-  Any belief. ~0.8 ms per row of 122 arms on this CPU. For K = 3 the score CDF is a
-  1-D integral of the exact representation (``score_cdf.score_cdf_and_density``,
-  8-point Gauss-Legendre in quantile space, the density analytic) and the grid gets
-  one more edge at score 1/2 (``_with_edge_at_half``), where a Dirichlet's score density
-  can be singular or jump; the cells beside it take the profile that holds their mass.
-  On the 30 cases per regime of tests/test_best_arm.py (``_errors``, G = 21) K = 3 errs
-  by at most 0.0027 (random), 0.0024 (sharp vs flat), 0.0030 (identical), 0.0025
-  (masked), and 0.084 when a component is far below 1, where beliefs sit at a vertex
-  and compare at ``|logit(score)|`` below float32's range. ``python
-  scripts/pbest_cost.py`` on [256, 9]: ~0.4-0.55 ms per K = 3 row, 2.3-3.9x less than
-  before this scheme (65-node trapezoid, jvp of the CDF), on a shared 2-core machine.
+  Any belief. ~0.8 ms per row of 122 arms on this CPU. For K = 3 everything lives on
+  the score axis ``y = sign(z) |z|^(1/128)`` (``score_cdf.logit_to_score_axis``,
+  ``z = logit(score)``), on which a Dirichlet at its draw vertex, whose score lies within
+  e^-1000 of 1/2, keeps its order against the others; the score CDF is a 1-D integral of
+  the exact representation (``score_cdf.score_cdf_and_density``, 8-point Gauss-Legendre
+  in quantile space, the density analytic); each arm adds ``G`` candidates at quantiles
+  of a stratified sample of its score (``score_cdf.score_sample``), which follow mass at
+  a vertex that moments miss; and the grid gets three more edges, at score 1/2 and at
+  ``|z| = _DRAW_VERTEX_LOGIT`` either side (``_with_draw_vertex_edges``), where a
+  Dirichlet's score density can be singular or jump; the cells beside 1/2 take the
+  profile that holds their mass. On the 30 cases per regime of tests/test_best_arm.py
+  (G = 21) K = 3 errs by at most 0.0082 (concentrations far below 1; 0.0056 on 300 more
+  cases of that regime under other seeds), 0.0023 (random), 0.0024 (sharp vs flat),
+  0.0030 (identical), 0.0027 (masked). ``python scripts/pbest_cost.py`` on [256, 9]:
+  ~0.5-0.75 ms per K = 3 row on a 2-core machine.
 - ``fast`` (the search's default): for K = 2 rows inside the **envelope** (every
   uncertain arm with ``alpha, beta >= FAST_MIN_CONCENTRATION`` and ``alpha + beta <=
   FAST_MAX_TOTAL``; no fractional exact score), a kernel exact up to quadrature: the
@@ -59,9 +62,16 @@ import math
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.scipy.special import gammaln
 
-from curiosity_search.curiosity.score_cdf import score_cdf_and_density, score_location
+from curiosity_search.curiosity.score_cdf import (
+    SCORE_AXIS_POWER,
+    logit_to_score_axis,
+    score_cdf_and_density,
+    score_location,
+    score_sample,
+)
 
 Array = jax.Array
 
@@ -83,6 +93,8 @@ _FAST_INNER = 0.5
 _FAST_TAIL = 20.0
 _FAST_LIMIT = 1e4
 _FAST_RANGE_SIGMAS = 4.0
+# K = 3: fixed grid edges at this |logit(score)| either side of 1/2 (and at 1/2).
+_DRAW_VERTEX_LOGIT = 1e-3
 
 
 # --------------------------------------------------------------------------------------
@@ -105,25 +117,23 @@ def _sort_floats(values: Array) -> Array:
     return jax.lax.bitcast_convert_type(keys, jnp.float32)
 
 
-def _grid_edges(center: Array, scale: Array, valid: Array, threshold: Array,
+def _grid_edges(candidates: Array, lows: Array, valid: Array, threshold: Array,
                 grid_size: int) -> Array:
-    """Shared logit grid ``[..., G]``, sorted, with an edge at ``threshold`` if finite.
+    """Shared grid ``[..., G]``, sorted, with an edge at ``threshold`` if finite.
 
-    Each valid arm offers ``G`` candidates ``center + scale * c_j`` (``c_j`` uniform on
-    +-_CANDIDATE_RANGE); those below the second-largest ``center - 3 scale`` (and below
-    ``threshold``) cannot decide a comparison and are dropped; the edges are the G
+    Each valid arm offers ``candidates [..., A, C]`` (``+inf`` = none); those below the
+    second-largest of the arms' ``lows [..., A]`` (each arm's ``center - 3 scale``; and
+    below ``threshold``) cannot decide a comparison and are dropped; the edges are the G
     quantiles of the pooled candidates. The edge nearest a finite ``threshold`` is moved
     onto it (the order is kept), so a truncation at ``threshold`` is exact.
     """
-    offsets = jnp.linspace(-_CANDIDATE_RANGE, _CANDIDATE_RANGE, grid_size)
-    candidates = center[..., None] + scale[..., None] * offsets  # [..., A, G]
-    lows = jnp.where(valid, center - _RELEVANCE_SIGMAS * scale, -jnp.inf)
+    lows = jnp.where(valid, lows, -jnp.inf)
     top_two = jax.lax.top_k(lows, 2)[0] if lows.shape[-1] > 1 else jnp.concatenate(
         [lows, lows], axis=-1)
     num_valid = jnp.sum(valid, axis=-1)
     floor = jnp.where(num_valid >= 2, top_two[..., 1], top_two[..., 0])
     floor = jnp.maximum(floor, jnp.where(jnp.isfinite(threshold), threshold, -jnp.inf))
-    keep = valid[..., None] & (candidates >= floor[..., None, None])
+    keep = valid[..., None] & (candidates >= floor[..., None, None]) & (candidates < jnp.inf)
     flat_shape = candidates.shape[:-2] + (-1,)
     pooled = _sort_floats(jnp.where(keep, candidates, jnp.inf).reshape(flat_shape))
     num_kept = jnp.maximum(jnp.sum(keep.reshape(flat_shape), axis=-1), 1)
@@ -139,17 +149,44 @@ def _grid_edges(center: Array, scale: Array, valid: Array, threshold: Array,
     return jnp.sort(snapped, axis=-1)
 
 
-def _with_edge_at_half(edges: Array) -> Array:
-    """K = 3: ``edges [..., G]`` and one more edge at logit 0 (score 1/2) when 0 lies
-    inside the grid (else a copy of the last edge: an empty cell); ``[..., G + 1]``, sorted.
+def _arm_candidates(concentrations: Array, grid_size: int) -> tuple[Array, Array]:
+    """Each arm's grid candidates ``[..., A, C]`` and lower relevance bound ``[..., A]``.
+
+    K = 2, in logit space: ``G`` candidates ``center + scale * c_j`` (``c_j`` uniform on
+    +-_CANDIDATE_RANGE) and ``center - _RELEVANCE_SIGMAS scale``, from the logit's
+    moments. K = 3, on the score axis (``score_cdf.logit_to_score_axis``): the same,
+    mapped, and ``G`` more at the arm's score quantiles
+    (``score_cdf.score_sample``), which moments cannot place.
+    """
+    center, scale = score_location(concentrations)
+    offsets = jnp.linspace(-_CANDIDATE_RANGE, _CANDIDATE_RANGE, grid_size)
+    candidates = center[..., None] + scale[..., None] * offsets  # [..., A, G]
+    lows = center - _RELEVANCE_SIGMAS * scale
+    if concentrations.shape[-1] == 2:
+        return candidates, lows
+    sample = _sort_floats(score_sample(concentrations))  # [..., A, M]
+    pick = np.floor((np.arange(grid_size) + 0.5) / grid_size * sample.shape[-1]).astype(np.int32)
+    vertex = sample[..., pick]
+    return (jnp.concatenate([logit_to_score_axis(candidates), vertex], axis=-1),
+            logit_to_score_axis(lows))
+
+
+def _with_draw_vertex_edges(edges: Array) -> Array:
+    """K = 3: ``edges [..., G]`` (on the score axis) and three more, at score 1/2 (y = 0)
+    and at ``|logit(score)| = _DRAW_VERTEX_LOGIT`` on either side, each where it lies
+    inside the grid (else a copy of the last edge: an empty cell); ``[..., G + 3]``, sorted.
 
     A Dirichlet's score density can be singular or jump at 1/2 (s - 1/2 = (1 - t)(B -
     1/2): with a component below 1, s piles up at, or stays on one side of, 1/2), which
-    the cells' linear density profiles cannot follow inside a cell.
+    the cells' linear density profiles cannot follow inside a cell; the two edges beside
+    it separate such a pile (|logit| far below 1e-3) from the smooth mass around it.
     """
-    inside = (edges[..., 0] < 0.0) & (edges[..., -1] > 0.0)
-    extra = jnp.where(inside, 0.0, edges[..., -1])[..., None]
-    return jnp.sort(jnp.concatenate([edges, extra], axis=-1), axis=-1)
+    side = math.exp(math.log(_DRAW_VERTEX_LOGIT) / SCORE_AXIS_POWER)
+    extra = []
+    for fixed in (-side, 0.0, side):
+        inside = (edges[..., 0] < fixed) & (edges[..., -1] > fixed)
+        extra.append(jnp.where(inside, fixed, edges[..., -1])[..., None])
+    return jnp.sort(jnp.concatenate([edges] + extra, axis=-1), axis=-1)
 
 
 def _mass_consistent_at_half(edges: Array, mass: Array, density_low: Array,
@@ -183,12 +220,15 @@ def _accurate_core(concentrations: Array, valid: Array, threshold: Array,
 
     ``P_a = int_{threshold}^inf f_a prod_{b != a} F_b`` over the valid arms (``threshold``
     ``[...]`` in logit space, ``-inf`` for none) and ``P_exact = prod_b F_b(threshold)``
-    (0 without a threshold): absolute probabilities, up to the grid's error.
+    (0 without a threshold): absolute probabilities, up to the grid's error. Below, G
+    counts the edges in use: ``grid_size``, ``grid_size + 3`` for K = 3.
     """
-    center, scale = score_location(concentrations)
-    edges = _grid_edges(center, scale, valid, threshold, grid_size)  # [..., G]
+    candidates, lows = _arm_candidates(concentrations, grid_size)
     if concentrations.shape[-1] == 3:
-        edges = _with_edge_at_half(edges)
+        threshold = logit_to_score_axis(threshold)
+    edges = _grid_edges(candidates, lows, valid, threshold, grid_size)  # [..., G]
+    if concentrations.shape[-1] == 3:
+        edges = _with_draw_vertex_edges(edges)
     cdf, density = score_cdf_and_density(concentrations, edges)
     cdf = jnp.where(valid[..., None], cdf, 1.0)
     density = jnp.maximum(jnp.where(valid[..., None], density, 0.0), 0.0)

@@ -3,8 +3,10 @@
 For ``K = 2`` the score is ``p ~ Beta(alpha, beta)``; its CDF is tabulated in
 ``z = logit(p)`` on sinh-stretched nodes around the mode, which stays accurate in
 float32 from very flat (concentration 1) to very sharp (10^4) beliefs and for
-``alpha`` or ``beta`` << 1. For ``K = 3`` the score ``win + draw / 2`` of a Dirichlet
-is integrated from the same tables. Everything works on logit edges ``[..., G]``.
+``alpha`` or ``beta`` << 1; K = 2 works on logit edges ``[..., G]``. For ``K = 3`` the
+score ``win + draw / 2`` of a Dirichlet is integrated from the same tables, on edges of
+the score axis ``y = sign(z) |z|^(1 / SCORE_AXIS_POWER)``, which keeps scores within
+e^-1000 of 1/2 (a Dirichlet at its draw vertex) in order.
 All functions are pure and jit/vmap-able.
 """
 
@@ -323,27 +325,76 @@ def _quantile_table_lookup(table: _QuantileTable, logit_u: Array) -> Array:
 
 
 
-def _log_sigmoid_gap(high: Array, low: Array) -> Array:
-    """``log(sigmoid(high) - sigmoid(low))`` (``-inf`` where ``high <= low``), exact in
-    float32 for any logits: ``sigmoid(h) - sigmoid(l) = sinh((h - l) / 2) / (2 cosh(h / 2)
-    cosh(l / 2))``; shapes broadcast."""
-    gap = 0.5 * (high - low)
-    positive = gap > 0
-    safe = jnp.where(positive, gap, 1.0)
-    log_two_sinh = safe + jnp.log(-jnp.expm1(-2.0 * safe))
-    return jnp.where(positive, log_two_sinh - _log_two_cosh(0.5 * high) - _log_two_cosh(0.5 * low),
-                     -jnp.inf)
-
-
 def _log_two_cosh(a: Array) -> Array:
     """``log(2 cosh(a))``, any ``a``."""
     return jnp.abs(a) + jnp.log1p(jnp.exp(-2.0 * jnp.abs(a)))
 
 
-def score_cdf_and_density_dirichlet(concentrations: Array, edges: Array) -> tuple[Array, Array]:
-    """K = 3: CDF of s = p_w + p_d / 2 and its density in logit space at logit edges.
+# --------------------------------------------------------------------------------------
+# K = 3: the score axis and the score's CDF on it
+# --------------------------------------------------------------------------------------
 
-    ``concentrations [..., A, 3]``, ``edges [..., G]`` -> ``([..., A, G], [..., A, G])``.
+# A Dirichlet near its draw vertex puts its score within e^-1000 of 1/2 (logit(score)
+# below float32's range), where comparisons are decided by sign and log |logit|. K = 3
+# works on y = sign(z) |z|^(1 / SCORE_AXIS_POWER), z = logit(score): monotone, y = 0 at
+# score 1/2, and log |z| = P log |y| is kept to ~P * 1.2e-7 (1.5e-5: sharper than a
+# 1e6-strength belief's spread) for |log |z|| up to ~87 P (11,000).
+SCORE_AXIS_POWER = 128.0
+# K = 3 grid candidates: stratified quantiles of p_d and of p_w / (p_w + p_l), paired.
+_PRODUCT_LEVELS = 16
+
+
+def logit_to_score_axis(logits: Array) -> Array:
+    """K = 3's score axis ``y [...]`` at logits of the score ``z [...]`` (+-inf kept)."""
+    return jnp.sign(logits) * jnp.exp(jnp.log(jnp.abs(logits)) / SCORE_AXIS_POWER)
+
+
+def _log_tanh_half(log_abs_z: Array) -> Array:
+    """``log tanh(|z| / 2) = log |2 sigmoid(z) - 1|`` from ``log |z|`` (any, -inf at z = 0)."""
+    a = jnp.exp(jnp.minimum(log_abs_z, 80.0))
+    direct = jnp.log(-jnp.expm1(-jnp.maximum(a, 1e-3))) - jnp.log1p(jnp.exp(-a))
+    series = log_abs_z - math.log(2.0) - jnp.exp(2.0 * jnp.minimum(log_abs_z, 0.0)) / 12.0
+    return jnp.where(log_abs_z < -6.0, series, direct)
+
+
+def score_sample(concentrations: Array) -> Array:
+    """K = 3: an equal-weight sample ``[..., A, M]`` (unsorted, ``M = _PRODUCT_LEVELS**2``)
+    of each arm's score on the score axis, which follows its mass wherever it sits (at
+    1/2's draw vertex, deep in a win or loss vertex's tail, or in between): grid
+    candidates that the score's moments cannot place.
+
+    The score s = 1/2 + (1 - t)(B - 1/2) at the pairs of stratified quantiles of
+    t = p_d ~ Beta(d, w + l) and B = p_w / (p_w + p_l) ~ Beta(w, l) (independent).
+    ``log |2 s - 1| = log(1 - t) + log |2 B - 1|`` and ``log(1 - |2 s - 1|) = log(t + (1 -
+    t) 2 min(B, 1 - B))`` keep draws within e^-1000 of 1/2, 0 or 1 apart.
+    """
+    win, draw, loss = concentrations[..., 0], concentrations[..., 1], concentrations[..., 2]
+    levels = (np.arange(_PRODUCT_LEVELS) + 0.5) / _PRODUCT_LEVELS
+    level_logits = jnp.asarray(np.log(levels) - np.log1p(-levels), jnp.float32)
+
+    def quantiles(table: _LogitBetaTable) -> Array:
+        logits = jnp.broadcast_to(level_logits, table.mode.shape + level_logits.shape)
+        return _quantile_table_lookup(_quantile_table(table), logits)  # [..., A, L]
+
+    draw_logit = quantiles(_logit_beta_table(draw, win + loss))[..., :, None]  # [..., A, L, 1]
+    ratio_logit = quantiles(_logit_beta_table(win, loss))[..., None, :]  # [..., A, 1, L]
+    log_t, log_one_minus_t = jax.nn.log_sigmoid(draw_logit), jax.nn.log_sigmoid(-draw_logit)
+    log_gap = log_one_minus_t + _log_tanh_half(jnp.log(jnp.abs(ratio_logit)))  # log |2s - 1|
+    log_rest = jnp.logaddexp(log_t, log_one_minus_t + math.log(2.0)
+                             + jax.nn.log_sigmoid(-jnp.abs(ratio_logit)))  # log(1 - |2s - 1|)
+    gap = jnp.exp(log_gap)
+    # |logit(s)| = log(1 + g) - log(1 - g) = 2 atanh(g), ~2 g for small g.
+    log_abs_z = jnp.where(log_gap < -8.0, math.log(2.0) + log_gap,
+                          jnp.log(jnp.maximum(jnp.log1p(gap) - log_rest, _TINY)))
+    y = jnp.sign(ratio_logit) * jnp.exp(log_abs_z / SCORE_AXIS_POWER)
+    return y.reshape(y.shape[:-2] + (-1,))  # [..., A, L * L]
+
+
+def score_cdf_and_density_dirichlet(concentrations: Array, edges: Array) -> tuple[Array, Array]:
+    """K = 3: CDF of s = p_w + p_d / 2 and its density on the score axis at its edges.
+
+    ``concentrations [..., A, 3]``, ``edges [..., G]`` on the score axis
+    (``logit_to_score_axis``) -> ``([..., A, G], [..., A, G])``.
 
     Exact representation: t = p_d ~ Beta(d, w + l) and B = p_w / (p_w + p_l) ~
     Beta(w, l) are independent and s - 1/2 = (1 - t)(B - 1/2). The CDF is a 1-D
@@ -355,6 +406,8 @@ def score_cdf_and_density_dirichlet(concentrations: Array, edges: Array) -> tupl
     quantiles from a per-arm quantile table). The density is the same sum of the other's
     table density times the derivative of its argument in the edge (the moving end's
     terms cancel against the constant side: the conditional CDF is continuous there).
+    Every quantity that involves x - 1/2 is formed from log |logit(x)|, so draws within
+    e^-1000 of 1/2 keep their order.
     """
     win, draw, loss = concentrations[..., 0], concentrations[..., 1], concentrations[..., 2]
     # Spread of s induced by each variable (linearized at the means): integrate over the
@@ -375,18 +428,23 @@ def score_cdf_and_density_dirichlet(concentrations: Array, edges: Array) -> tupl
     outer_table = pick(draw_table, ratio_table)
     inner_table = pick(ratio_table, draw_table)
 
-    # The cusp: over t, s > x for t > 2x (x < 1/2) and s < x for t > 2 (1 - x) (x > 1/2);
-    # over B, s > x for B > x (x < 1/2) and s < x for B < x (x > 1/2). Its quantile
-    # splits [0, 1] into the constant side and the integrated one, [start, start + length].
-    z = edges[..., None, :]  # [..., 1, G] logit of the edge x
-    m = -jnp.abs(z)
-    cusp_t = math.log(2.0) + jax.nn.log_sigmoid(m) - _log_sigmoid_gap(-m, m)  # +inf at x = 1/2
+    # The edge x as the sign and log |.| of z = logit(x).
+    y = edges[..., None, :]  # [..., 1, G]
+    sign = jnp.sign(y)
+    log_abs_z = SCORE_AXIS_POWER * jnp.log(jnp.abs(y))
+    z = sign * jnp.exp(jnp.minimum(log_abs_z, 80.0))
+    log_gap = _log_tanh_half(log_abs_z)  # log |2 x - 1|
+    # The cusp: over t, s > x for t > 2x (x < 1/2) and s < x for t > 2 (1 - x) (x > 1/2),
+    # logit(2 min(x, 1 - x)) = log 2 + log sigmoid(-|z|) - log |2 x - 1|; over B, s > x
+    # for B > x (x < 1/2) and s < x for B < x (x > 1/2). Its quantile splits [0, 1] into
+    # the constant side and the integrated one, [start, start + length].
+    cusp_t = math.log(2.0) + jax.nn.log_sigmoid(-jnp.abs(z)) - log_gap  # +inf at x = 1/2
     use_t = use_t[..., None]  # [..., A, 1]
     cusp = _table_cdf(outer_table, jnp.where(use_t, cusp_t, z))  # [..., A, G]
-    upper_side = ~use_t & (z > 0)
+    upper_side = ~use_t & (sign > 0)
     start = jnp.where(upper_side, cusp, 0.0)
     length = jnp.where(upper_side, 1.0 - cusp, cusp)
-    constant = jnp.where(z > 0, 1.0 - length, 0.0)  # the constant side: 1 above x = 1/2
+    constant = jnp.where(sign > 0, 1.0 - length, 0.0)  # the constant side: 1 above x = 1/2
 
     unit_nodes, weights = (jnp.asarray(v) for v in _GAUSS_LEGENDRE)  # [N] each
     # The nodes' levels u = start + length * xi as log u and log(1 - u), each from the
@@ -404,45 +462,62 @@ def score_cdf_and_density_dirichlet(concentrations: Array, edges: Array) -> tupl
     nodes = nodes.reshape(shape)  # the integration variable's logit at the Gauss nodes
     use_t = use_t[..., None]  # [..., A, 1, 1]
     positive = (nodes > 0) & ~use_t
-    log_half_node = jax.nn.log_sigmoid(nodes) - math.log(2.0)
     log_two_cosh_node = _log_two_cosh(0.5 * nodes)
+    softplus_node = jax.nn.softplus(nodes)  # -log(1 - t) at t nodes
+    log_sigmoid_node = jax.nn.log_sigmoid(nodes)  # log t at t nodes
+    edge_sign = sign[..., None]  # [..., 1, G, 1]
 
-    def argument(z: Array) -> Array:
-        """The conditional CDF's argument ``[..., A, G, N]`` at edge logits ``z [..., 1, G, 1]``."""
-        # Over t (nodes = logit t): P(s <= x | t) = F_B(log(2x - t) - log(2(1 - x) - t)),
-        # with log(2 sigmoid(z) - t) = log 2 + log sigmoid(z) + log(1 - t / (2 sigmoid(z))).
-        log_sig_z, log_sig_minus_z = jax.nn.log_sigmoid(z), jax.nn.log_sigmoid(-z)
-        ratio_low = jnp.minimum(jnp.exp(log_half_node - log_sig_z), 1.0)
-        ratio_high = jnp.minimum(jnp.exp(log_half_node - log_sig_minus_z), 1.0)
-        arg_t = (log_sig_z + jnp.log1p(-ratio_low)) - (log_sig_minus_z + jnp.log1p(-ratio_high))
+    def argument(log_abs_z: Array) -> Array:
+        """The conditional CDF's argument ``[..., A, G, N]`` at ``log |logit(x)|``
+        ``[..., 1, G, 1]`` (the edge's sign fixed)."""
+        log_gap = _log_tanh_half(log_abs_z)
+        # Over t (nodes = logit t): s <= x iff B <= 1/2 + (x - 1/2) / (1 - t), i.e.
+        # logit(B) <= 2 atanh(v), v = (2 x - 1) / (1 - t) (|v| < 1 on the integrated side).
+        # log(1 - |v|) = log(1 - t - |2 x - 1|) - log(1 - t): from log |v| while |z| <= 1
+        # (x near 1/2, where 1 - t can be as small as |2x - 1|), else from 2 sigmoid(-|z|)
+        # - t, its logs exact in the tails (x near 0 or 1, where t is).
+        log_ratio = jnp.minimum(log_gap + softplus_node, 0.0)  # log |v|
+        near_half = jnp.log(-jnp.expm1(jnp.minimum(log_ratio, -_TINY)))
+        log_two_tail = math.log(2.0) - jax.nn.softplus(jnp.exp(jnp.minimum(log_abs_z, 80.0)))
+        ratio = jnp.exp(jnp.minimum(log_sigmoid_node - log_two_tail, 0.0))  # t / (2 sig(-|z|))
+        in_tail = log_two_tail + jnp.log1p(-jnp.minimum(ratio, 1.0 - 1e-7)) + softplus_node
+        log_complement = jnp.where(log_abs_z > 0.0, in_tail, near_half)
+        arg_t = edge_sign * (jnp.log1p(jnp.exp(log_ratio)) - log_complement)
         # Over B (nodes = logit B), with c = 2B - 1 and th = 2x - 1, s <= x iff
         # (1 - t) c <= th: c > 0: P = 1 - F_t(log(c - th) - log(th)); c < 0:
         # P = F_t(log(th - c) - log(-th)), i.e. log|B - x| - log|x - 1/2| in both, each a
         # difference of sigmoids in closed form from the logits (exact in the tails).
+        z = edge_sign * jnp.exp(jnp.minimum(log_abs_z, 80.0))
         gap = 0.5 * jnp.abs(nodes - z)
         log_two_sinh = gap + jnp.log(-jnp.expm1(-2.0 * jnp.maximum(gap, _TINY)))
         log_node_gap = log_two_sinh - log_two_cosh_node - _log_two_cosh(0.5 * z)
-        arg_b = log_node_gap - _log_sigmoid_gap(jnp.abs(z), jnp.zeros_like(z))
+        arg_b = log_node_gap - (log_gap - math.log(2.0))
         arg = jnp.where(use_t, arg_t, arg_b)
         return jnp.where(jnp.isnan(arg), 0.0, arg)
 
-    edge = z[..., None]  # [..., 1, G, 1]
+    edge = log_abs_z[..., None]  # [..., 1, G, 1]
     arg, arg_slope = jax.jvp(argument, (edge,), (jnp.ones_like(edge),))  # elementwise
     conditional, density = _table_cdf_and_density(inner_table, flat(arg))
     conditional, density = conditional.reshape(shape), density.reshape(shape)
     conditional = jnp.where(positive, 1.0 - conditional, conditional)
-    # d/dz of F(arg) (or of 1 - F(arg)); 0 where the argument is infinite (F flat there).
+    # d/dlog|z| of F(arg) (or of 1 - F(arg)); 0 where the argument is infinite (F flat).
     slope = jnp.where(jnp.isfinite(arg) & jnp.isfinite(arg_slope),
                       jnp.where(positive, -density, density) * arg_slope, 0.0)
     cdf = constant + length[..., 0] * jnp.sum(conditional * weights, axis=-1)
-    return jnp.clip(cdf, 0.0, 1.0), length[..., 0] * jnp.sum(slope * weights, axis=-1)
+    # The density in log |z| times d log|z| / dy = P / |y| (on the edge's side).
+    log_density = jnp.log(jnp.maximum(edge_sign[..., 0] * length[..., 0]
+                                      * jnp.sum(slope * weights, axis=-1), 0.0))
+    log_jacobian = math.log(SCORE_AXIS_POWER) - jnp.log(jnp.abs(y))
+    density_y = jnp.where(y != 0.0, jnp.exp(jnp.minimum(log_density + log_jacobian, 80.0)), 0.0)
+    return jnp.clip(cdf, 0.0, 1.0), density_y
 
 
 def score_cdf_and_density(concentrations: Array, edges: Array) -> tuple[Array, Array]:
-    """CDF of each arm's score at ``sigmoid(edges)`` and its density in logit space.
+    """CDF of each arm's score at the edges and its density along their axis.
 
     ``concentrations: [..., A, K]`` (K = 2 or 3), ``edges: [..., G]`` ->
-    ``([..., A, G], [..., A, G])``.
+    ``([..., A, G], [..., A, G])``. K = 2: edges are logits of the score; K = 3: points
+    of the score axis (``logit_to_score_axis``).
     """
     if concentrations.shape[-1] == 2:
         return score_cdf_and_density_beta(concentrations, edges)
