@@ -34,10 +34,12 @@ Two methods, both within 0.01 (max abs) of a Monte Carlo in logit space
   ``|z| = _DRAW_VERTEX_LOGIT`` either side (``_with_draw_vertex_edges``), where a
   Dirichlet's score density can be singular or jump; the cells beside 1/2 take the
   profile that holds their mass. On the 30 cases per regime of tests/test_best_arm.py
-  (G = 21) K = 3 errs by at most 0.0082 (concentrations far below 1; 0.0056 on 300 more
-  cases of that regime under other seeds), 0.0023 (random), 0.0024 (sharp vs flat),
-  0.0030 (identical), 0.0027 (masked). ``python scripts/pbest_cost.py`` on [256, 9]:
-  ~0.5-0.75 ms per K = 3 row on a 2-core machine.
+  (G = 21) K = 3 errs by at most 0.0085 (concentrations far below 1), 0.0022 (random),
+  0.0024 (sharp vs flat), 0.0030 (identical), 0.0027 (masked); on 300 more cases per
+  regime under other seeds (``python scripts/pbest_validate.py --outcomes 3 --regimes
+  far_below_one random sharp_vs_flat identical --seeds 7 8 9 11 12 --methods
+  accurate``) at most 0.0056, 0.0034, 0.0033, 0.0031. ``python scripts/pbest_cost.py``
+  on [256, 9]: ~0.33-0.44 ms per K = 3 row on a 2-core machine.
 - ``fast`` (the search's default): for K = 2 rows inside the **envelope** (every
   uncertain arm with ``alpha, beta >= FAST_MIN_CONCENTRATION`` and ``alpha + beta <=
   FAST_MAX_TOTAL``; no fractional exact score), a kernel exact up to quadrature: the

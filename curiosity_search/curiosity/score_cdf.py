@@ -341,7 +341,7 @@ def _log_two_cosh(a: Array) -> Array:
 # 1e6-strength belief's spread) for |log |z|| up to ~87 P (11,000).
 SCORE_AXIS_POWER = 128.0
 # K = 3 grid candidates: stratified quantiles of p_d and of p_w / (p_w + p_l), paired.
-_PRODUCT_LEVELS = 16
+_PRODUCT_LEVELS = 10
 
 
 def logit_to_score_axis(logits: Array) -> Array:
