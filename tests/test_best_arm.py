@@ -16,10 +16,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from pbest_reference import monte_carlo_best_arm
+from pbest_reference import monte_carlo_best_arm, score_keys
 
 from curiosity_search.curiosity import best_arm_probability
 from curiosity_search.curiosity.best_arm import in_fast_envelope
+from curiosity_search.curiosity.score_cdf import (
+    SCORE_AXIS_POWER,
+    logit_to_score_axis,
+    score_cdf_and_density,
+)
 
 ARMS = 6
 CASES = {2: 10, 3: 30}  # per K; K = 3 errs more often, so it gets more cases
@@ -138,3 +143,27 @@ def test_exact_arms():
     expected = [np.mean(~below & (top == 0)), np.mean(below), np.mean(~below & (top == 1)),
                 np.mean(~below & (top == 2))]
     np.testing.assert_allclose(p[0], expected, atol=TOLERANCE)
+
+
+def test_k3_score_cdf_on_the_score_axis_against_monte_carlo():
+    """The K = 3 score CDF where a Dirichlet's score sits within e^-200 of 1/2 (draw
+    vertex), at a win vertex's far tail (logit(score) in the hundreds) and in between,
+    against the reference's exact keys (``score_keys``: sign and log |logit(score)|)."""
+    arms = np.array([[0.0062, 0.1565, 0.0034],  # mostly at the draw vertex
+                     [0.0756, 0.0012, 0.0021],  # win vertex, logit(score) ~ hundreds
+                     [0.0025, 7.7007, 0.1525],  # near 1/2, below it
+                     [5.0805, 2.3664, 0.1551]], np.float32)  # smooth
+    log_abs_z = np.array([-230.0, -50.0, -23.0, -5.0, -1.0, 0.5, 2.0, 5.4, 6.2])
+    y = np.concatenate([-np.exp(log_abs_z / SCORE_AXIS_POWER)[::-1], [0.0],
+                        np.exp(log_abs_z / SCORE_AXIS_POWER)]).astype(np.float32)
+    np.testing.assert_allclose(logit_to_score_axis(jnp.asarray([-np.e, 0.0, np.e])),
+                               [-np.exp(1 / SCORE_AXIS_POWER), 0.0, np.exp(1 / SCORE_AXIS_POWER)],
+                               rtol=1e-6)
+    cdf, density = score_cdf_and_density(jnp.asarray(arms), jnp.asarray(y))
+    keys = score_keys(np.random.default_rng(3), arms.astype(np.float64), 400_000)  # [M, A]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        edge_keys = np.where(y == 0, 0.0, np.sign(y) * (SCORE_AXIS_POWER * np.log(np.abs(
+            y.astype(np.float64))) + 1e7))
+    expected = (keys[:, :, None] <= edge_keys[None, None, :]).mean(axis=0)  # [A, E]
+    np.testing.assert_allclose(np.asarray(cdf), expected, atol=0.004)
+    assert np.all(np.isfinite(np.asarray(density))) and np.all(np.asarray(density) >= 0)
