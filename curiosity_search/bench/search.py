@@ -93,6 +93,35 @@ def _hex_mlp(hidden: int, seed: int):
     return env, params, forward
 
 
+def _search_model(env, params, evaluate, root_output, recurrent_output):
+    """``(params, root_fn, recurrent_fn)`` over ``env`` for a network ``evaluate(params,
+    state) -> dict`` of ``[B, ...]`` outputs (``prior_logits``, ``value`` and any others
+    ``root_output`` / ``recurrent_output`` take).
+
+    root_fn(params, key, batch_size) -> (root_output(...), invalid_actions [B, A]);
+    recurrent_fn steps the env and returns ``recurrent_output`` with the mover's reward,
+    discount -1 (0 and value 0 at a terminal) and the new state as embedding.
+    """
+
+    def recurrent_fn(params, rng_key, action, state):
+        del rng_key
+        player = state.current_player
+        state = jax.vmap(env.step)(state, action)
+        outputs = evaluate(params, state)
+        batch = jnp.arange(action.shape[0])
+        reward = state.rewards[batch, player]
+        outputs["value"] = jnp.where(state.terminated, 0.0, outputs["value"])
+        discount = jnp.where(state.terminated, 0.0, -1.0)
+        return recurrent_output(reward=reward, discount=discount, **outputs), state
+
+    def root_fn(params, key, batch_size):
+        state = jax.vmap(env.init)(jax.random.split(key, batch_size))
+        root = root_output(embedding=state, **evaluate(params, state))
+        return root, ~state.legal_action_mask
+
+    return params, root_fn, recurrent_fn
+
+
 def make_hex_model(hidden: int = 64, seed: int = 0):
     """Returns ``(params, root_fn, recurrent_fn)`` for pgx Hex 11x11 + an MLP.
 
@@ -100,26 +129,11 @@ def make_hex_model(hidden: int = 64, seed: int = 0):
     """
     env, params, forward = _hex_mlp(hidden, seed)
 
-    def recurrent_fn(params, rng_key, action, state):
-        del rng_key
-        player = state.current_player
-        state = jax.vmap(env.step)(state, action)
+    def evaluate(params, state):
         logits, value, _ = forward(params, state)
-        batch = jnp.arange(action.shape[0])
-        reward = state.rewards[batch, player]
-        value = jnp.where(state.terminated, 0.0, value)
-        discount = jnp.where(state.terminated, 0.0, -1.0)
-        return RecurrentFnOutput(
-            reward=reward, discount=discount, prior_logits=logits, value=value
-        ), state
+        return {"prior_logits": logits, "value": value}
 
-    def root_fn(params, key, batch_size):
-        state = jax.vmap(env.init)(jax.random.split(key, batch_size))
-        logits, value, _ = forward(params, state)
-        root = RootFnOutput(prior_logits=logits, value=value, embedding=state)
-        return root, ~state.legal_action_mask
-
-    return params, root_fn, recurrent_fn
+    return _search_model(env, params, evaluate, RootFnOutput, RecurrentFnOutput)
 
 
 def make_hex_belief_model(hidden: int = 64, seed: int = 0):
@@ -149,44 +163,17 @@ def make_hex_belief_model(hidden: int = 64, seed: int = 0):
         mean = 1e-3 + (1.0 - 2e-3) * jax.nn.softmax(raw[..., :2], axis=-1)
         return (1.0 + 15.0 * jax.nn.sigmoid(raw[..., 2:])) * mean
 
-    def belief_forward(params, state):
+    def evaluate(params, state):
         logits, value, x = forward(params, state)
-        value_belief = bounded(x @ params["w_value_belief"])
-        action_beliefs = bounded((x @ params["w_action_beliefs"]).reshape(-1, num_actions, 3))
-        return logits, value, value_belief, action_beliefs
+        return {
+            "prior_logits": logits,
+            "value": value,
+            "value_belief": bounded(x @ params["w_value_belief"]),
+            "action_beliefs": bounded(
+                (x @ params["w_action_beliefs"]).reshape(-1, num_actions, 3)),
+        }
 
-    def recurrent_fn(params, rng_key, action, state):
-        del rng_key
-        player = state.current_player
-        state = jax.vmap(env.step)(state, action)
-        logits, value, value_belief, action_beliefs = belief_forward(params, state)
-        batch = jnp.arange(action.shape[0])
-        reward = state.rewards[batch, player]
-        value = jnp.where(state.terminated, 0.0, value)
-        discount = jnp.where(state.terminated, 0.0, -1.0)
-        out = BeliefRecurrentFnOutput(
-            reward=reward,
-            discount=discount,
-            prior_logits=logits,
-            value=value,
-            value_belief=value_belief,
-            action_beliefs=action_beliefs,
-        )
-        return out, state
-
-    def root_fn(params, key, batch_size):
-        state = jax.vmap(env.init)(jax.random.split(key, batch_size))
-        logits, value, value_belief, action_beliefs = belief_forward(params, state)
-        root = BeliefRootFnOutput(
-            prior_logits=logits,
-            value=value,
-            embedding=state,
-            value_belief=value_belief,
-            action_beliefs=action_beliefs,
-        )
-        return root, ~state.legal_action_mask
-
-    return params, root_fn, recurrent_fn
+    return _search_model(env, params, evaluate, BeliefRootFnOutput, BeliefRecurrentFnOutput)
 
 
 def interleaved_min_seconds(runs: dict[str, Callable[[], Any]], repeats: int) -> dict[str, float]:
