@@ -168,8 +168,7 @@ def _arm_candidates(concentrations: Array, grid_size: int) -> tuple[Array, Array
         return candidates, lows
     sample = _sort_floats(score_sample(concentrations))  # [..., A, M]
     pick = np.floor((np.arange(grid_size) + 0.5) / grid_size * sample.shape[-1]).astype(np.int32)
-    vertex = sample[..., pick]
-    return (jnp.concatenate([logit_to_score_axis(candidates), vertex], axis=-1),
+    return (jnp.concatenate([logit_to_score_axis(candidates), sample[..., pick]], axis=-1),
             logit_to_score_axis(lows))
 
 
