@@ -10,8 +10,12 @@ interleaved rounds, fastest round kept:
 - ``plain_model_only`` / ``belief_model_only``: ``sims`` calls of the plain / belief
   model's ``recurrent_fn`` in a ``fori_loop`` (pgx step + MLP, no tree): what any
   search on that model must pay;
-- ``curiosity``: ``curiosity_policy`` (fast P(best)) as benchmarked;
-- ``curiosity_pbest_stub``: the same search with ``best_arm_probability``
+- ``curiosity``: ``curiosity_policy`` (fast P(best)) with ``pbest_updates=
+  "incremental"``: each backup updates a node's P(best) aggregates for the one child
+  that changed;
+- ``curiosity_full_updates``: the same search recomputing every node's P(best) in
+  full at every backup (``pbest_updates="full"``, the search's default);
+- ``curiosity_pbest_stub``: the full-updates search with ``best_arm_probability``
   replaced by a softmax of the arms' mean scores (O(A); a diagnostic, not a search
   anyone should run: its trees differ). Everything else (the tree, the belief
   algebra, the level-wise backups, the compaction, the lazy prior fill) is unchanged,
@@ -20,10 +24,12 @@ interleaved rounds, fastest round kept:
 - ``pbest_call``: one fast P(best) on the root's ``[B, A, 2]`` action beliefs (one row
   per tree), for the cost per row.
 
-It also counts, in one search, the P(best) rows by site: ``rows_active_backup`` /
-``rows_computed_backup`` (backup levels: trees that need a row / rows computed, i.e.
-``compacted_map``'s slot size or the whole batch), of which ``rows_active_backup_root``
-(= B x sims: every backup ends at the root) are at the root; the same for
+It also counts, in one incremental search, the P(best) rows by site:
+``rows_active_backup_<update>`` / ``rows_computed_backup_<update>`` (backup levels: trees
+that need a row / rows computed, i.e. ``compacted_map``'s slot size or the whole batch;
+``_incremental_update``: O(G K) in-place updates, ``_rebuilt_update``: full O(A G)
+rebuilds where a node's grid moved), ``rows_active_backup_root`` (= B x sims: every
+backup ends at the root); the same for
 ``lazy_fill`` (a node's prior P(best), the first time a descent stops on it); and
 ``rows_start_end`` (the root's P(best) before the first simulation and the returned
 ``action_weights``).
@@ -91,14 +97,17 @@ def time_split(batch: int, sims: int, repeats: int) -> dict[str, float]:
                    *jax.jit(belief_root_fn, static_argnums=2)(belief_params,
                                                               jax.random.PRNGKey(1), batch))
 
-    def curiosity(params, key, root, invalid):
+    def curiosity(params, key, root, invalid, updates="incremental"):
         return curiosity_policy(params, key, root, belief_recurrent, sims,
-                                invalid_actions=invalid).action_weights
+                                invalid_actions=invalid,
+                                options=nodes.CuriosityOptions(pbest_updates=updates)
+                                ).action_weights
 
     gumbel = jax.jit(lambda p, k, r, i: policies.gumbel_policy(
         p, k, r, plain_recurrent, sims, invalid_actions=i).action_weights)
     real = jax.jit(curiosity)
-    stub = jax.jit(lambda *args: curiosity(*args))  # a distinct function: its own trace
+    full = jax.jit(functools.partial(curiosity, updates="full"))
+    stub = jax.jit(lambda *args: curiosity(*args, updates="full"))  # its own trace
     with mock.patch.object(nodes, "best_arm_probability", mean_score_softmax):
         jax.block_until_ready(stub(*belief_args))  # traced (and compiled) with the stand-in
     pbest = jax.jit(functools.partial(best_arm.best_arm_probability, method="fast"))
@@ -109,6 +118,7 @@ def time_split(batch: int, sims: int, repeats: int) -> dict[str, float]:
         "belief_model_only": functools.partial(model_only(belief_recurrent, sims),
                                                *belief_args),
         "curiosity": functools.partial(real, *belief_args),
+        "curiosity_full_updates": functools.partial(full, *belief_args),
         "curiosity_pbest_stub": functools.partial(stub, *belief_args),
         "pbest_call": functools.partial(pbest, root.action_beliefs, invalid),
     }
@@ -124,10 +134,13 @@ def pbest_rows(batch: int, sims: int) -> dict[str, int]:
 
     def counting(site: str):
         def counted(fn, active, *args, slots=(), fill=0.0):
+            name = site + (f"_{fn.func.__name__.strip('_')}"
+                           if isinstance(fn, functools.partial) else "")
+
             def record(count):
-                rows[f"rows_active_{site}"] += int(count)
+                rows[f"rows_active_{name}"] += int(count)
                 # The rows compacted_map computes for `count` active rows.
-                rows[f"rows_computed_{site}"] += (
+                rows[f"rows_computed_{name}"] += (
                     0 if int(count) == 0 else next(s for s in sizes if int(count) <= s))
 
             jax.debug.callback(record, jnp.sum(active))
@@ -138,7 +151,8 @@ def pbest_rows(batch: int, sims: int) -> dict[str, int]:
     with mock.patch.object(backup, "compacted_map", counting("backup")), \
             mock.patch.object(nodes, "compacted_map", counting("lazy_fill")):
         search = jax.jit(lambda p, k, r, i: curiosity_policy(
-            p, k, r, recurrent_fn, sims, invalid_actions=i).action_weights)
+            p, k, r, recurrent_fn, sims, invalid_actions=i,
+            options=nodes.CuriosityOptions(pbest_updates="incremental")).action_weights)
         jax.block_until_ready(search(params, jax.random.PRNGKey(2), root, invalid))
     # Every simulation's backup ends with one root row per tree; the root's P(best) is
     # also computed once before the first simulation and once for the output.

@@ -273,3 +273,30 @@ def test_one_uniform_inverse_cdf_sampler_matches_probability():
     largest = np.nextafter(np.float32(1.0), np.float32(0.0))
     picks = beliefs.inverse_cdf_index(jnp.stack([cumulative] * 2), jnp.array([0.0, largest]))
     np.testing.assert_array_equal(picks, [1, 5])
+
+
+def test_two_stage_sampler_matches_its_mixture():
+    # The incremental selection's draw: a stage by its weight, then an arm by its row.
+    weights = jnp.array([1.0, 0.0, 2.0, 0.5], jnp.float32)
+    table = jnp.array([[1.0, 0.0, 0.0, 3.0],
+                       [5.0, 5.0, 5.0, 5.0],  # a stage of weight 0: never used
+                       [0.0, 0.0, 1.0, 1.0],
+                       [0.0, 2.0, 0.0, 0.0]], jnp.float32)
+    rows = np.asarray(table) / np.asarray(table).sum(-1, keepdims=True)
+    prob = np.asarray(weights) @ rows / np.asarray(weights).sum()
+    num_samples = 40_000
+    keys = jax.random.split(jax.random.PRNGKey(4), num_samples)
+    draws = jax.jit(jax.vmap(lambda k: beliefs.sample_two_stage(k, weights, table)))(keys)
+    freq = np.bincount(np.asarray(draws), minlength=4) / num_samples
+    tolerance = 4.0 * np.sqrt(prob * (1 - prob) / num_samples) + 1e-3
+    assert np.all(np.abs(freq - prob) <= tolerance), (freq, prob)
+    # One stage is the one-uniform inverse CDF, draw for draw.
+    p = jnp.array([0.0, 0.05, 0.3, 0.0, 0.15, 0.5, 0.0], jnp.float32)
+    uniforms = jax.random.uniform(jax.random.PRNGKey(5), (2_000,))
+    single = beliefs.inverse_cdf_index(beliefs.cumulative_probability(p)[None], uniforms)
+    staged = jax.vmap(lambda u: beliefs.two_stage_index(jnp.ones(1), p[None], u))(uniforms)
+    np.testing.assert_array_equal(single, staged)
+    # Boundaries never reach a zero-probability entry.
+    largest = np.nextafter(np.float32(1.0), np.float32(0.0))
+    for u in (0.0, largest):
+        assert prob[int(beliefs.two_stage_index(weights, table, jnp.float32(u)))] > 0

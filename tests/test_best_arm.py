@@ -174,3 +174,58 @@ def test_k3_score_cdf_on_the_score_axis_against_monte_carlo():
     expected = (keys[:, :, None] <= edge_keys[None, None, :]).mean(axis=0)  # [A, E]
     np.testing.assert_allclose(np.asarray(cdf), expected, atol=0.004)
     assert np.all(np.isfinite(np.asarray(density))) and np.all(np.asarray(density) >= 0)
+
+
+def test_fast_aggregates_updated_in_place_equal_a_fresh_build():
+    """Updating one arm per row in place (the incremental backup, compiled) gives the
+    mixture and the selection distribution a fresh build gives, over 40 successive
+    changes that include arms leaving and rejoining; the aggregates' P(best) is the
+    fast method's."""
+    from curiosity_search.curiosity import best_arm as ba
+
+    rng = np.random.default_rng(zlib.crc32(b"in place"))
+    rows, arms = 128, 9
+    conc = np.exp(rng.uniform(np.log(0.5), np.log(16.0), (rows, arms, 2))).astype(np.float32)
+    valid = rng.uniform(size=(rows, arms)) > 0.2
+    valid[:, 0] = True
+
+    def selection(aggregates, table):
+        w, t = np.asarray(ba.fast_selection(aggregates)), np.asarray(table)
+        p = np.einsum("rs,rsa->ra", w, t / np.maximum(t.sum(-1, keepdims=True), 1e-30))
+        return p / p.sum(-1, keepdims=True)
+
+    build = jax.jit(ba.fast_aggregates)
+    aggregates, table, logs = build(conc, valid)
+    fast = np.asarray(best_arm_probability(conc, ~valid, 21, "fast"))
+    np.testing.assert_allclose(selection(aggregates, table), fast, atol=2e-6)
+    mixture = np.einsum("ra,rak->rk", fast, np.where(valid[..., None], conc, 0.0))
+    np.testing.assert_allclose(ba.fast_mixture(aggregates), mixture, rtol=2e-6)
+
+    update = jax.jit(ba.update_fast_aggregates)
+    index, moved = np.arange(rows), 0
+    table, logs = np.asarray(table).copy(), np.asarray(logs).copy()
+    for _ in range(40):
+        arm = rng.integers(arms, size=rows)
+        new, new_valid = conc.copy(), valid.copy()
+        new[index, arm] *= np.exp(rng.normal(0.0, 0.05, (rows, 2))).astype(np.float32)
+        new_valid[index, arm] ^= rng.uniform(size=rows) < 0.1  # a child resolved / back
+        new_valid[:, 0] |= ~new_valid.any(-1)
+        stepped, column, log_column = update(aggregates, table[index, :, arm],
+                                             logs[index, :, arm], conc[index, arm],
+                                             new[index, arm], new_valid[index, arm])
+        table[index, :, arm], logs[index, :, arm] = np.asarray(column), np.asarray(log_column)
+        fresh, fresh_table, fresh_logs = build(new, new_valid)
+        same = np.all(np.asarray(fresh.edges) == np.asarray(aggregates.edges), axis=-1)
+        moved += int((~same).sum())
+        keep = same.reshape(-1, 1, 1)
+        table = np.where(keep, table, np.asarray(fresh_table))
+        logs = np.where(keep, logs, np.asarray(fresh_logs))
+        aggregates = jax.tree_util.tree_map(
+            lambda a, b, same=same: jnp.where(same.reshape((-1,) + (1,) * (a.ndim - 1)), a, b),
+            stepped, fresh)
+        conc, valid = new, new_valid
+    assert 0 < moved < 0.1 * 40 * rows  # both paths taken, mostly in place
+    fresh, fresh_table, _ = build(conc, valid)
+    np.testing.assert_allclose(selection(aggregates, table), selection(fresh, fresh_table),
+                               atol=2e-5)
+    np.testing.assert_allclose(ba.fast_mixture(aggregates), ba.fast_mixture(fresh), rtol=2e-5)

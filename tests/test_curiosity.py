@@ -41,25 +41,35 @@ def kernel_selection_noise(rng_key, batch_size, num_simulations, max_depth):
 
 
 @pytest.mark.parametrize(
-    "num_outcomes,belief_summary,max_depth,terminal_fraction,pbest_method",
+    "num_outcomes,belief_summary,max_depth,terminal_fraction,pbest_method,log_total_range,"
+    "pbest_updates",
     [
-        (2, "average", None, 0.3, "fast"),  # the search's default P(best)
-        (2, "average", 3, 0.15, "accurate"),
-        pytest.param(3, "average", None, 0.3, "fast", marks=pytest.mark.slow),
-        pytest.param(3, "moment_match", 3, 0.15, "accurate", marks=pytest.mark.slow),
+        (2, "average", None, 0.3, "fast", (-1.0, 6.0), "full"),  # the search's defaults
+        # In place: beliefs inside the fast envelope (updated in place, the root's cache
+        # checked against a fresh build), and most rows outside it (rebuilt every time).
+        (2, "average", 2, 0.3, "fast", (-1.0, 3.5), "incremental"),
+        (2, "average", None, 0.3, "fast", (-1.0, 6.0), "incremental"),
+        (2, "average", 3, 0.15, "accurate", (-1.0, 6.0), "full"),
+        pytest.param(3, "average", None, 0.3, "fast", (-1.0, 6.0), "full",
+                     marks=pytest.mark.slow),
+        pytest.param(3, "moment_match", 3, 0.15, "accurate", (-1.0, 6.0), "full",
+                     marks=pytest.mark.slow),
     ],
 )
 def test_kernel_matches_reference(num_outcomes, belief_summary, max_depth, terminal_fraction,
-                                  pbest_method):
-    """Same trees, visit counts, beliefs and proofs as the plain-Python reference."""
+                                  pbest_method, log_total_range, pbest_updates):
+    """Same trees, visit counts, beliefs and proofs as the plain-Python reference, which
+    computes every P(best) afresh (the kernel updates K = 2 fast ones in place)."""
     batch_size, num_actions, num_simulations = 3, 5, 14
     model = BeliefHashModel(num_actions=num_actions, num_outcomes=num_outcomes, seed=7,
-                            terminal_fraction=terminal_fraction)
+                            terminal_fraction=terminal_fraction,
+                            log_total_range=log_total_range)
     root = model.root(batch_size, offset=3)
     invalid = np.zeros((batch_size, num_actions), bool)
     invalid[0, 2] = True
     key = jax.random.PRNGKey(11)
-    options = CuriosityOptions(pbest_method=pbest_method, belief_summary=belief_summary)
+    options = CuriosityOptions(pbest_method=pbest_method, belief_summary=belief_summary,
+                               pbest_updates=pbest_updates)
     policy = jax.jit(functools.partial(
         curiosity_policy, recurrent_fn=model.recurrent_fn, num_simulations=num_simulations,
         max_depth=max_depth, kappa=2.5, options=options))
@@ -74,7 +84,7 @@ def test_kernel_matches_reference(num_outcomes, belief_summary, max_depth, termi
             int(root.embedding[b]), num_simulations, invalid[b],
             lambda sim, depth, b=b: noise[sim, b, depth],
             max_depth=max_depth, kappa=2.5, belief_summary=belief_summary,
-            pbest_method=pbest_method)
+            pbest_method=pbest_method, pbest_updates=pbest_updates)
         assert len(nodes) == tree.node_visits.shape[1]
         used = np.array([n is not None for n in nodes])
         unused += int((~used).sum())
@@ -104,7 +114,30 @@ def test_kernel_matches_reference(num_outcomes, belief_summary, max_depth, termi
     assert np.all(np.isfinite(out.action_weights)) and np.all(out.action_weights[invalid] == 0)
     np.testing.assert_allclose(out.action_weights.sum(-1), 1.0, atol=1e-5)
     np.testing.assert_allclose(out.root_belief, tree.node_extras.belief[:, 0])
+    if options.incremental(num_outcomes) and log_total_range[1] < 4.0:
+        _check_root_cache_is_fresh(tree, options)
     assert np.all(out.child_belief_mask == ((tree.children_index[:, 0] != UNVISITED) & ~invalid))
+
+
+def _check_root_cache_is_fresh(tree, options):
+    """The root's selection cache, updated in place by every backup, is inside the
+    fast envelope and equals one built afresh from the root's children."""
+    from curiosity_search.curiosity.policy import children_beliefs, children_proofs
+    child_beliefs, _ = jax.vmap(
+        lambda t: children_beliefs(t, 0, t.node_extras.belief, options))(tree)
+    proven = jax.vmap(lambda t: children_proofs(t, 0, options)[0])(tree)
+    unresolved = ~tree.node_extras.invalid[:, 0] & ~proven
+    fresh = options.selection_from_beliefs(child_beliefs, unresolved)
+    stored = jax.tree_util.tree_map(lambda x: x[:, 0], tree.node_extras.selection)
+    live = ~np.asarray(tree.node_extras.proven[:, 0])
+    assert live.any() and np.all(np.asarray(stored.current)[live])
+    def distribution(cache):  # sum_s w_s table[s, a] / sum_b table[s, b], normalized
+        weights, table = np.asarray(cache.weights)[live], np.asarray(cache.table)[live]
+        rows = table / np.maximum(table.sum(-1, keepdims=True), 1e-30)
+        p = np.einsum("bs,bsa->ba", weights, rows)
+        return p / p.sum(-1, keepdims=True)
+
+    np.testing.assert_allclose(distribution(stored), distribution(fresh), atol=2e-5)
 
 
 def _bandit(scores, num_outcomes=2, terminal=True, concentration=30.0):

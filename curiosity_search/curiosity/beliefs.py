@@ -43,6 +43,9 @@ __all__ = [
     "sample_best_arm",
     "sample_from_cumulative",
     "sample_from_probability",
+    "sample_two_stage",
+    "stage_index",
+    "two_stage_index",
     "summarize_mixture",
     "to_value",
 ]
@@ -287,6 +290,48 @@ def sample_from_cumulative(rng_key: chex.PRNGKey, cumulative: Array) -> Array:
     """
     uniform = jax.random.uniform(rng_key, cumulative.shape[:-1])
     return inverse_cdf_index(cumulative, uniform)
+
+
+def stage_index(weights: Array, uniform: Array) -> tuple[Array, Array]:
+    """The first stage of a two-stage inverse-CDF draw (``two_stage_index``): ``(stage
+    [...] int32, inside [...])``, the stage ``uniform`` picks over the running sum of
+    ``weights [..., S]`` and its position inside that stage's interval, rescaled to
+    ``[0, 1 - 2^-23]`` (the second stage's uniform)."""
+    uniform = jnp.asarray(uniform, jnp.float32)
+    cumulative = cumulative_probability(weights)
+    stage = inverse_cdf_index(cumulative, uniform)
+    high = jnp.take_along_axis(cumulative, stage[..., None], axis=-1)[..., 0]
+    low = jnp.where(stage > 0, jnp.take_along_axis(
+        cumulative, jnp.maximum(stage - 1, 0)[..., None], axis=-1)[..., 0], 0.0)
+    target = uniform * cumulative[..., -1]
+    width = high - low
+    inside = jnp.where(width > 0, (target - low) / jnp.where(width > 0, width, 1.0), uniform)
+    return stage, jnp.clip(inside, 0.0, 1.0 - 2.0**-23)
+
+
+def two_stage_index(weights: Array, table: Array, uniform: Array) -> Array:
+    """The index a two-stage inverse-CDF draw picks, ``[...]`` int32: ``a`` has
+    probability ``sum_s w_s table[s, a] / sum_b table[s, b]`` (normalized over s).
+
+    Args:
+      weights: ``[..., S]`` non-negative stage weights ``w_s`` (need not sum to 1).
+      table: ``[..., S, A]`` non-negative; row ``s`` is the second stage's distribution.
+      uniform: ``[...]`` in ``[0, 1)``.
+
+    ``uniform`` picks ``s`` (``stage_index``); its position inside ``s``'s interval
+    picks ``a`` over the running sum of row ``s`` (``inverse_cdf_index``). Only row
+    ``s`` of the table is read. With ``S = 1`` this is ``inverse_cdf_index`` over
+    ``table[0]``'s running sum, draw for draw. An entry of zero probability is never
+    drawn.
+    """
+    stage, inside = stage_index(weights, uniform)
+    row = jnp.take_along_axis(table, stage[..., None, None], axis=-2)[..., 0, :]
+    return inverse_cdf_index(cumulative_probability(row), inside)
+
+
+def sample_two_stage(rng_key: chex.PRNGKey, weights: Array, table: Array) -> Array:
+    """One index drawn by ``two_stage_index`` with one uniform per draw, ``[...]``."""
+    return two_stage_index(weights, table, jax.random.uniform(rng_key, weights.shape[:-1]))
 
 
 def sample_from_probability(rng_key: chex.PRNGKey, probability: Array) -> Array:

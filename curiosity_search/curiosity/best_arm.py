@@ -62,6 +62,7 @@ from __future__ import annotations
 
 import math
 
+import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -95,6 +96,7 @@ _FAST_INNER = 0.5
 _FAST_TAIL = 20.0
 _FAST_LIMIT = 1e4
 _FAST_RANGE_SIGMAS = 4.0
+_FAST_GRID_STEP = 0.25
 # K = 3: fixed grid edges at this |logit(score)| either side of 1/2 (and at 1/2).
 _DRAW_VERTEX_LOGIT = 1e-3
 
@@ -309,8 +311,9 @@ def in_fast_envelope(concentrations: Array, uncertain: Array) -> Array:
 
 
 def _fast_edges(alpha: Array, beta: Array, valid: Array, grid_size: int) -> Array:
-    """``[..., G]`` sinh-stretched logit edges ``w sinh(t)`` from the decisive region's
-    lower end (the highest arm's ``mode - 4 sd``) to at least logit 20."""
+    """``[..., G]`` sinh-stretched logit edges ``w sinh(t)``, ``t`` uniform, from the
+    decisive region's lower end (the highest arm's ``mode - 4 sd``) to at least logit
+    20, both ends rounded outward to a multiple of ``_FAST_GRID_STEP`` in ``t``."""
     mode = jnp.log(alpha) - jnp.log(beta)
     sd = jnp.sqrt(1.0 / alpha + 0.5 / alpha**2 + 1.0 / beta + 0.5 / beta**2)
     low = jnp.max(jnp.where(valid, jnp.maximum(mode - _FAST_RANGE_SIGMAS * sd, -_FAST_LIMIT),
@@ -319,7 +322,11 @@ def _fast_edges(alpha: Array, beta: Array, valid: Array, grid_size: int) -> Arra
                              -_FAST_LIMIT), axis=-1)
     high = jnp.maximum(high, _FAST_TAIL)
     low = jnp.minimum(low, high - 1.0)
-    t_low, t_high = jnp.arcsinh(low / _FAST_INNER), jnp.arcsinh(high / _FAST_INNER)
+    # Ends snapped outward to multiples of _FAST_GRID_STEP in t: the grid is a step
+    # function of the beliefs, so a node's grid stays put while its children's beliefs
+    # move a little and its aggregates can be updated one arm at a time.
+    t_low = jnp.floor(jnp.arcsinh(low / _FAST_INNER) / _FAST_GRID_STEP) * _FAST_GRID_STEP
+    t_high = jnp.ceil(jnp.arcsinh(high / _FAST_INNER) / _FAST_GRID_STEP) * _FAST_GRID_STEP
     fraction = jnp.linspace(0.0, 1.0, grid_size)
     return _FAST_INNER * jnp.sinh(t_low[..., None] + (t_high - t_low)[..., None] * fraction)
 
@@ -333,12 +340,22 @@ def _log_density(alpha: Array, beta: Array, log_norm: Array, z: Array) -> Array:
             - log_norm)
 
 
-def _fast_core(concentrations: Array, valid: Array, grid_size: int) -> Array:
-    """Unnormalized ``P [..., A]`` (a common factor per row) of the fast kernel."""
+def _fast_columns(concentrations: Array, valid: Array, edges: Array) -> tuple[Array, ...]:
+    """Each arm's terms of the fast kernel on the row's ``edges [..., G]``.
+
+    ``concentrations [..., A, 2]``, ``valid [..., A]``. The ``S = 3 (G - 1) + 1``
+    sub-nodes are the 3 Gauss nodes of each cell (each a sub-cell whose CDF is taken at
+    its middle) and the upper tail beyond the last edge. Returns ``(log_cdf [..., A, S]``
+    (``log F_a`` at each sub-node's middle, 0 where ``F_a = 0`` or the arm is invalid),
+    ``is_zero [..., A, S]`` (``F_a = 0``), ``ratio [..., A, S]`` (sub-node mass / ``F_a``,
+    0 where ``F_a = 0``), ``log_lower [..., A]`` (log mass below the grid, floored at
+    1e-37) and ``rate [..., A]`` (the lower tail's exponential rate ``alpha``)``; an
+    invalid arm's terms are 0 (F = 1, no mass).
+    """
     alpha = concentrations[..., 0]
     beta = concentrations[..., 1]
     log_norm = gammaln(alpha) + gammaln(beta) - gammaln(alpha + beta)  # log B
-    edges = _fast_edges(alpha, beta, valid, grid_size)  # [..., G]
+    grid_size = edges.shape[-1]
     width = edges[..., 1:] - edges[..., :-1]  # [..., C], C = G - 1
     nodes = jnp.stack([edges[..., :-1] + width * t for t in _GAUSS_T], axis=-1)  # [..., C, 3]
     weights = jnp.stack([width * w for w in _GAUSS_W], axis=-1)
@@ -366,23 +383,192 @@ def _fast_core(concentrations: Array, valid: Array, grid_size: int) -> Array:
                             upper[..., None]], axis=-1)
     middle = jnp.where(valid[..., None], jnp.clip(middle, 0.0, 1.0), 1.0)
     ratio = jnp.where(middle > 0.0, mass / jnp.where(middle > 0.0, middle, 1.0), 0.0)
+    is_zero = middle <= 0.0
+    log_cdf = jnp.log(jnp.where(is_zero, 1.0, middle))
+    log_lower = jnp.where(valid, jnp.log(jnp.maximum(lower, 1e-37)), 0.0)
+    rate = jnp.where(valid, alpha, 0.0)
+    return log_cdf, is_zero, ratio, log_lower, rate
+
+
+def _fast_core(concentrations: Array, valid: Array, grid_size: int) -> Array:
+    """Unnormalized ``P [..., A]`` (a common factor per row) of the fast kernel."""
+    edges = _fast_edges(concentrations[..., 0], concentrations[..., 1], valid, grid_size)
+    log_cdf, is_zero, ratio, log_lower, rate = _fast_columns(concentrations, valid, edges)
     # prod_{b != a} F_b = ratio * prod_b F_b: the product of all CDFs per node once (as
     # the accurate method), scaled by its peak, then a matrix-vector product.
-    _, total_log, _, total_zeros = _log_cdf_product(middle)
-    total_log = jnp.where(total_zeros > 0, -jnp.inf, total_log)[..., 0, :]  # [..., S]
+    total_log = jnp.sum(log_cdf, axis=-2)
+    total_log = jnp.where(jnp.sum(is_zero, axis=-2) > 0, -jnp.inf, total_log)  # [..., S]
     peak = jnp.max(total_log, axis=-1, keepdims=True)
     peak = jnp.where(jnp.isfinite(peak), peak, 0.0)
     probability = jnp.einsum("...as,...s->...a", ratio, jnp.exp(total_log - peak),
                              precision=jax.lax.Precision.HIGHEST)
     # Below the grid every CDF is its exponential lower tail: the max falls there with
     # probability prod lower, and then arm a is the max with probability alpha_a / sum.
-    log_lower = jnp.sum(jnp.where(valid, jnp.log(jnp.maximum(lower, 1e-37)), 0.0), axis=-1)
-    rates = jnp.where(valid, alpha, 0.0)
-    share = rates / jnp.maximum(jnp.sum(rates, axis=-1, keepdims=True), 1e-30)
-    probability = probability + jnp.exp(log_lower - peak[..., 0])[..., None] * share
+    share = rate / jnp.maximum(jnp.sum(rate, axis=-1, keepdims=True), 1e-30)
+    lower_weight = jnp.exp(jnp.sum(log_lower, axis=-1) - peak[..., 0])
+    probability = probability + lower_weight[..., None] * share
     # Materialized once: otherwise XLA:CPU fuses the kernel into each consumer of the
     # result and computes it again there (2.5x the kernel's time at [64, 122]).
     return jax.lax.optimization_barrier(jnp.where(valid, probability, 0.0))
+
+
+# --------------------------------------------------------------------------------------
+# fast, as per-row aggregates updated one arm at a time
+# --------------------------------------------------------------------------------------
+
+
+@chex.dataclass(frozen=True)
+class FastAggregates:
+    """The fast kernel's sums over a row's arms on its stored grid (K = 2).
+
+    ``P_a`` is proportional to ``sum_s ratio_a(s) W(s) + L rate_a / sum_b rate_b``, with
+    ``W(s) = prod_b F_b(s)`` and ``L = prod_b lower_b`` (``_fast_core``), so the P(best)
+    mixture of the arms' belief vectors and the two-stage selection draw
+    (``fast_selection``) need only these sums, and one arm's change updates them in
+    O(S K) (``update_fast_aggregates``) while the grid stays put.
+
+    edges: ``[..., G]`` the grid. log_total: ``[..., S]`` sum of the nonzero ``log F_a``.
+    zeros: ``[..., S]`` the number of arms with ``F_a = 0`` (float32, exact integers).
+    ratio_sum: ``[..., S]`` sum of ``ratio_a``. vector_sum: ``[..., S, K]`` sum of
+    ``ratio_a c_a``. lower_log: ``[...]`` sum of ``log lower_a``. rate_sum: ``[...]``
+    sum of ``rate_a``. rate_vector: ``[..., K]`` sum of ``rate_a c_a``. ``c_a`` is arm
+    a's belief vector (the mixture's), ``S = 3 (G - 1) + 1``.
+    """
+
+    edges: Array
+    log_total: Array
+    zeros: Array
+    ratio_sum: Array
+    vector_sum: Array
+    lower_log: Array
+    rate_sum: Array
+    rate_vector: Array
+
+
+def _kernel_concentrations(concentrations: Array, valid: Array) -> Array:
+    """Floored concentrations, with a harmless stand-in (1, 1) for invalid arms."""
+    floored = jnp.maximum(jnp.asarray(concentrations, jnp.float32), _CONCENTRATION_FLOOR)
+    return jnp.where(valid[..., None], floored, 1.0)
+
+
+def fast_columns(concentrations: Array, valid: Array,
+                 edges: Array) -> tuple[Array, Array]:
+    """Each arm's terms on the grid ``edges [..., G]``, as the aggregates store them:
+    ``(table [..., S + 1, A], logs [..., S + 1, A])``. ``table``: ``ratio_a(s)`` in rows
+    ``s < S``, ``rate_a`` in row ``S``; ``logs``: ``log F_a(s)`` (``-inf`` where
+    ``F_a = 0``) in rows ``s < S``, ``log lower_a`` in row ``S``. An invalid arm's terms
+    are 0 (no mass, ``F = 1``). ``concentrations [..., A, 2]``, ``valid [..., A]``."""
+    valid = jnp.asarray(valid, bool)
+    log_cdf, is_zero, ratio, log_lower, rate = _fast_columns(
+        _kernel_concentrations(concentrations, valid), valid, edges)
+    table = jnp.concatenate([ratio, rate[..., None]], axis=-1)
+    logs = jnp.concatenate([jnp.where(is_zero, -jnp.inf, log_cdf), log_lower[..., None]],
+                           axis=-1)
+    return jnp.swapaxes(table, -1, -2), jnp.swapaxes(logs, -1, -2)
+
+
+def fast_aggregates(concentrations: Array, valid: Array,
+                    grid_size: int = 21) -> tuple[FastAggregates, Array, Array]:
+    """The aggregates of rows ``concentrations [..., A, 2]`` over the ``valid [..., A]``
+    arms on the grid ``_fast_core`` would use, and the arms' stored terms
+    (``fast_columns``: ``table, logs [..., S + 1, A]``)."""
+    valid = jnp.asarray(valid, bool)
+    kernel = _kernel_concentrations(concentrations, valid)
+    edges = _fast_edges(kernel[..., 0], kernel[..., 1], valid, grid_size)
+    table, logs = fast_columns(concentrations, valid, edges)
+    vectors = jnp.where(valid[..., None], jnp.asarray(concentrations, jnp.float32), 0.0)
+    zero = jnp.isinf(logs[..., :-1, :])
+    high = jax.lax.Precision.HIGHEST
+    aggregates = FastAggregates(
+        edges=edges,
+        log_total=jnp.sum(jnp.where(zero, 0.0, logs[..., :-1, :]), axis=-1),
+        zeros=jnp.sum(zero.astype(jnp.float32), axis=-1),
+        ratio_sum=jnp.sum(table[..., :-1, :], axis=-1),
+        vector_sum=jnp.einsum("...sa,...ak->...sk", table[..., :-1, :], vectors, precision=high),
+        lower_log=jnp.sum(logs[..., -1, :], axis=-1),
+        rate_sum=jnp.sum(table[..., -1, :], axis=-1),
+        rate_vector=jnp.einsum("...a,...ak->...k", table[..., -1, :], vectors, precision=high),
+    )
+    return aggregates, table, logs
+
+
+def fast_grid_edges(concentrations: Array, valid: Array, grid_size: int = 21) -> Array:
+    """``[..., G]`` the grid ``fast_aggregates`` would place for these rows, in O(A)."""
+    kernel = _kernel_concentrations(concentrations, jnp.asarray(valid, bool))
+    return _fast_edges(kernel[..., 0], kernel[..., 1], jnp.asarray(valid, bool), grid_size)
+
+
+def update_fast_aggregates(aggregates: FastAggregates, old_table: Array, old_logs: Array,
+                           old_vector: Array, new: Array,
+                           new_valid: Array) -> tuple[FastAggregates, Array, Array]:
+    """One arm per row changed: its stored terms ``old_table, old_logs [..., S + 1]``
+    (its ``fast_columns`` when it was last counted) and belief vector ``old_vector
+    [..., 2]`` taken out, its terms for ``new [..., 2]`` (``new_valid [...]``) on the
+    same grid put in. Returns the aggregates and the arm's new ``(table, logs)`` columns
+    ``[..., S + 1]``.
+
+    Taking out exactly what was put in keeps the sums those of a fresh build up to
+    float32 summation rounding, however the terms were rounded when computed; valid when
+    the changed row's grid (``fast_grid_edges``) is ``aggregates.edges``.
+    """
+    new_table, new_logs = fast_columns(new[..., None, :], new_valid[..., None],
+                                       aggregates.edges)
+    new_table, new_logs = new_table[..., 0], new_logs[..., 0]
+    new_vector = jnp.where(new_valid[..., None], jnp.asarray(new, jnp.float32), 0.0)
+
+    def finite(logs):
+        return jnp.where(jnp.isinf(logs), 0.0, logs)
+
+    def zeros(logs):
+        return jnp.isinf(logs).astype(jnp.float32)
+
+    def moved(table, vector):  # [..., S, K]
+        return table[..., :-1, None] * vector[..., None, :]
+
+    updated = FastAggregates(
+        edges=aggregates.edges,
+        log_total=aggregates.log_total - finite(old_logs[..., :-1]) + finite(new_logs[..., :-1]),
+        zeros=aggregates.zeros - zeros(old_logs[..., :-1]) + zeros(new_logs[..., :-1]),
+        ratio_sum=aggregates.ratio_sum - old_table[..., :-1] + new_table[..., :-1],
+        vector_sum=(aggregates.vector_sum - moved(old_table, old_vector)
+                    + moved(new_table, new_vector)),
+        lower_log=aggregates.lower_log - old_logs[..., -1] + new_logs[..., -1],
+        rate_sum=aggregates.rate_sum - old_table[..., -1] + new_table[..., -1],
+        rate_vector=(aggregates.rate_vector - old_table[..., -1:] * old_vector
+                     + new_table[..., -1:] * new_vector),
+    )
+    return updated, new_table, new_logs
+
+
+def _node_weights(aggregates: FastAggregates) -> tuple[Array, Array]:
+    """``(W [..., S], L [...])``: ``prod_b F_b`` at each sub-node and ``prod_b lower_b``,
+    both divided by their common peak."""
+    log_total = jnp.where(aggregates.zeros > 0.5, -jnp.inf, aggregates.log_total)
+    peak = jnp.maximum(jnp.max(log_total, axis=-1), aggregates.lower_log)
+    peak = jnp.where(jnp.isfinite(peak), peak, 0.0)
+    return jnp.exp(log_total - peak[..., None]), jnp.exp(aggregates.lower_log - peak)
+
+
+def fast_selection(aggregates: FastAggregates) -> Array:
+    """The first stage of the selection draw, ``[..., S + 1]`` unnormalized: sub-node s
+    with weight ``W(s) ratio_sum(s)``, the lower tail with weight ``L``; the second
+    stage draws the arm from the table's row (``beliefs.sample_two_stage``)."""
+    node, lower = _node_weights(aggregates)
+    return jnp.concatenate([node * jnp.maximum(aggregates.ratio_sum, 0.0), lower[..., None]],
+                           axis=-1)
+
+
+def fast_mixture(aggregates: FastAggregates) -> Array:
+    """``sum_a P_a c_a`` over the row's arms, ``[..., K]`` (P(best) normalized; the
+    "average" belief summary), from the aggregates in O(S K)."""
+    node, lower = _node_weights(aggregates)
+    share = lower / jnp.maximum(aggregates.rate_sum, 1e-30)
+    numerator = (jnp.einsum("...s,...sk->...k", node, aggregates.vector_sum,
+                            precision=jax.lax.Precision.HIGHEST)
+                 + share[..., None] * aggregates.rate_vector)
+    denominator = jnp.sum(node * aggregates.ratio_sum, axis=-1) + lower
+    safe = jnp.where(denominator > 0, denominator, 1.0)
+    return jnp.where((denominator > 0)[..., None], numerator / safe[..., None], 0.0)
 
 
 # --------------------------------------------------------------------------------------

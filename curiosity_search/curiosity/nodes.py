@@ -20,16 +20,24 @@ from collections.abc import Sequence
 from typing import Any
 
 import chex
+import jax
 import jax.numpy as jnp
 
 from curiosity_search.curiosity import beliefs
 from curiosity_search.curiosity.best_arm import PBEST_METHODS, best_arm_probability
 from curiosity_search.curiosity.compaction import compacted_map, default_slots
+from curiosity_search.curiosity.selection_cache import (
+    SelectionCache,
+    build_incremental,
+    empty_cache,
+    from_probability,
+)
 from curiosity_search.search.base import RecurrentFnOutputWithExtras
 from curiosity_search.search.tree import ROOT_INDEX, UNVISITED, Tree
 
 ILLEGAL_LOGIT = -1e30  # prior logits below this mark illegal actions at interior nodes
 BELIEF_SUMMARIES = ("average", "moment_match")
+PBEST_UPDATES = ("incremental", "full")
 NO_PROOF_LENGTH = -1
 
 
@@ -47,6 +55,11 @@ class CuriosityOptions:
       compaction_slots: static slot sizes for per-node work on the trees that need it
         (``compaction.compacted_map``); None: ``default_slots(B)``; ``()``: the whole
         batch always. Exact either way.
+      pbest_updates: ``"full"`` (default): every backup recomputes each node's P(best)
+        from scratch; ``"incremental"``: where the layout allows (``incremental``), a
+        backup updates each node's P(best) aggregates for the one child that changed
+        (``selection_cache``). The same numbers up to float32 rounding; not the default
+        because it is not yet faster on CPU (results/bench/README.md).
     """
 
     grid_size: int = 21
@@ -54,6 +67,7 @@ class CuriosityOptions:
     belief_summary: str = "average"
     two_player: bool = True
     compaction_slots: Sequence[int] | None = None
+    pbest_updates: str = "full"
 
     def __post_init__(self) -> None:
         if self.pbest_method not in PBEST_METHODS:
@@ -64,6 +78,29 @@ class CuriosityOptions:
                              f"got {self.belief_summary!r}")
         if self.grid_size < 2:
             raise ValueError(f"grid_size must be >= 2, got {self.grid_size}")
+        if self.pbest_updates not in PBEST_UPDATES:
+            raise ValueError(f"pbest_updates must be one of {PBEST_UPDATES}, "
+                             f"got {self.pbest_updates!r}")
+
+    def incremental(self, num_outcomes: int) -> bool:
+        """Whether nodes keep the incremental selection layout (``selection_cache``):
+        ``pbest_updates == "incremental"``, K = 2, the fast P(best), the average summary."""
+        return (self.pbest_updates == "incremental" and num_outcomes == 2
+                and self.pbest_method == "fast" and self.belief_summary == "average")
+
+    def empty_selection(self, leading: tuple[int, ...], num_actions: int,
+                        num_outcomes: int) -> SelectionCache:
+        """An unset ``SelectionCache`` of shape ``leading`` in this search's layout."""
+        return empty_cache(leading, num_actions, num_outcomes, self.grid_size,
+                           self.incremental(num_outcomes))
+
+    def selection_from_beliefs(self, concentrations: chex.Array,
+                               valid: chex.Array) -> SelectionCache:
+        """The selection cache over children ``concentrations [..., A, K]``, the ``valid
+        [..., A]`` ones drawable, built in full."""
+        if self.incremental(concentrations.shape[-1]):
+            return build_incremental(concentrations, valid, self.grid_size)[0]
+        return from_probability(self.best_probability(concentrations, ~valid))
 
     def slots(self, batch_size: int) -> tuple[int, ...]:
         """The compaction slot sizes for a batch of ``batch_size`` trees."""
@@ -135,10 +172,10 @@ class CuriosityExtras:
     proven_score: ``[]`` its exact result for its mover (1 win, 1/2 draw, 0 loss; 0 if
     unproven). proven_length: ``[]`` int32 plies to the end under the proof (0 at a
     terminal; ``NO_PROOF_LENGTH`` if unproven).
-    best_cumulative: ``[A]`` running sum (``beliefs.cumulative_probability``) of the
-    selection distribution: P(best) over the node's *unresolved* legal children, as of
-    its last backup (before its first: over its Q_a priors, filled when a descent first
-    stops on the node, ``fill_prior_best``; zeros until then).
+    selection: ``SelectionCache`` the selection distribution, P(best) over the node's
+    *unresolved* legal children, as of its last backup (before its first: over its
+    Q_a priors, filled when a descent first stops on the node, ``fill_prior_best``;
+    zeros until then), in the layout ``CuriosityOptions.incremental`` picks.
     """
 
     belief: chex.Array
@@ -148,7 +185,7 @@ class CuriosityExtras:
     proven: chex.Array
     proven_score: chex.Array
     proven_length: chex.Array
-    best_cumulative: chex.Array
+    selection: SelectionCache
 
 
 def node_extras(
@@ -157,20 +194,16 @@ def node_extras(
     invalid: chex.Array,
     proven: chex.Array,
     proven_score: chex.Array,
-    best_weights: chex.Array | None = None,
+    selection: SelectionCache,
 ) -> CuriosityExtras:
     """Extras of new nodes, ``[B, ...]``. A proven (terminal) node's belief is the exact
     belief of ``proven_score`` with ``value_belief``'s total; its proof length is 0.
-    The selection cache is over ``best_weights [B, A]`` or, if None, zeros (filled
-    later by ``fill_prior_best``)."""
+    ``selection``: the root's built cache, or an empty one for a new node (filled later
+    by ``fill_prior_best``)."""
     num_outcomes = value_belief.shape[-1]
     total = jnp.sum(value_belief, axis=-1)
     exact = beliefs.exact_belief(proven_score, total, num_outcomes)
     belief = jnp.where(proven[..., None], exact, value_belief)
-    if best_weights is None:
-        best = jnp.zeros(invalid.shape, jnp.float32)
-    else:
-        best = beliefs.cumulative_probability(best_weights)
     return CuriosityExtras(
         belief=belief,
         value_belief=value_belief,
@@ -179,7 +212,7 @@ def node_extras(
         proven=proven,
         proven_score=jnp.where(proven, proven_score, 0.0).astype(jnp.float32),
         proven_length=jnp.where(proven, 0, NO_PROOF_LENGTH).astype(jnp.int32),
-        best_cumulative=best,
+        selection=selection,
     )
 
 
@@ -244,15 +277,17 @@ def fill_prior_best(
     batch = jnp.arange(node_index.shape[0])
     extras = tree.node_extras
 
-    def prior_best(concentrations: chex.Array, invalid: chex.Array) -> chex.Array:
-        return beliefs.cumulative_probability(options.best_probability(concentrations, invalid))
+    def prior_selection(concentrations: chex.Array, invalid: chex.Array) -> SelectionCache:
+        return options.selection_from_beliefs(concentrations, ~invalid)
 
-    best = compacted_map(prior_best, needed, extras.action_beliefs[batch, node_index],
-                         extras.invalid[batch, node_index],
-                         slots=options.slots(batch.shape[0]))
+    cache = compacted_map(prior_selection, needed, extras.action_beliefs[batch, node_index],
+                          extras.invalid[batch, node_index],
+                          slots=options.slots(batch.shape[0]))
     write_at = jnp.where(needed, node_index, tree.node_visits.shape[1])
-    cache = extras.best_cumulative.at[batch, write_at].set(best, mode="drop")
-    return tree.replace(node_extras=extras.replace(best_cumulative=cache))
+    selection = jax.tree_util.tree_map(
+        lambda stored, new: stored.at[batch, write_at].set(new, mode="drop"),
+        extras.selection, cache)
+    return tree.replace(node_extras=extras.replace(selection=selection))
 
 
 def wrap_recurrent_fn(recurrent_fn, options: CuriosityOptions):
@@ -274,6 +309,8 @@ def wrap_recurrent_fn(recurrent_fn, options: CuriosityOptions):
             out.prior_logits < ILLEGAL_LOGIT,
             terminal,
             own_score,
+            options.empty_selection(out.prior_logits.shape[:1], out.prior_logits.shape[-1],
+                                    out.value_belief.shape[-1]),
         )
         kernel_out = RecurrentFnOutputWithExtras(
             reward=out.reward,

@@ -8,12 +8,14 @@ a parent reads an unexpanded child ``a`` as ``Q_a`` and an expanded child as its
 search belief seen from the parent's side (``CuriosityOptions.to_parent``).
 
 - Selection (``curiosity_selection``): one action drawn from P(a is best) over the
-  node's *unresolved* legal children by inverse CDF (one uniform per step, no Gamma or
-  Beta draws), equivalent to drawing one score per child and taking the argmax. The
-  distribution only changes when a backup passes through the node, so the backup stores
-  its running sum (``CuriosityExtras.best_cumulative``) and selection reads it in O(A).
-  A new node's distribution over its Q_a priors is computed lazily, when a descent
-  first stops on it (the kernel's ``prepare_fn``).
+  node's *unresolved* legal children (one uniform per step, no Gamma or Beta draws),
+  equivalent to drawing one score per child and taking the argmax. The distribution
+  only changes when a backup passes through the node, so the backup keeps it in the
+  node's ``selection_cache.SelectionCache`` (for K = 2, the fast kernel's aggregates,
+  updated for the one child that changed) and selection reads it in O(A + G): a
+  two-stage inverse-CDF draw (``beliefs.sample_two_stage``). A new node's distribution
+  over its Q_a priors is computed lazily, when a descent first stops on it (the
+  kernel's ``prepare_fn``).
 - Backup (``backup.curiosity_backup``): pi = P(best) over the children, the pi-mixture,
   ``C = (1 - gamma) V + gamma Qbar``, ``gamma = n / (kappa + n)``.
 - Proofs, exact facts: a terminal node is proven at expansion; a child proven won
@@ -116,13 +118,16 @@ def curiosity_selection(
     """Thompson selection at one node: an action drawn from P(a is best) over its
     unresolved legal children, ``[]`` int32.
 
-    Reads the node's cached ``best_cumulative`` (kept current by the backup and by
-    ``fill_prior_best``): one uniform ``u`` and an inverse-CDF index, O(A). Use with
+    Reads the node's ``SelectionCache`` (kept current by the backup and by
+    ``fill_prior_best``): one uniform and a two-stage inverse-CDF draw, O(A + G). Use with
     ``selection_rng="per_simulation"``: the draw at ``depth`` uses ``u =
     uniform(fold_in(rng_key, depth))`` (root: depth 0).
     """
     key = jax.random.fold_in(rng_key, depth)
-    return beliefs.sample_from_cumulative(key, tree.node_extras.best_cumulative[node_index])
+    cache = tree.node_extras.selection
+    stage, inside = beliefs.stage_index(cache.weights[node_index], jax.random.uniform(key))
+    row = cache.table[node_index, stage]  # only the drawn stage's row is read: [A]
+    return beliefs.inverse_cdf_index(beliefs.cumulative_probability(row), inside)
 
 
 def root_is_proven(tree: Tree) -> chex.Array:
@@ -170,7 +175,6 @@ def curiosity_policy(
     rng_key, search_key = jax.random.split(rng_key)
     value_belief = root.value_belief.astype(jnp.float32)
     root_action_beliefs = root.action_beliefs.astype(jnp.float32)
-    root_weights = options.best_probability(root_action_beliefs, invalid_actions)
     kernel_root = RootFnOutputWithExtras(
         prior_logits=root.prior_logits,
         value=root.value,
@@ -181,7 +185,7 @@ def curiosity_policy(
             invalid_actions,
             jnp.zeros((batch_size,), bool),
             jnp.zeros((batch_size,)),
-            root_weights,
+            options.selection_from_beliefs(root_action_beliefs, ~invalid_actions),
         ),
     )
     tree = run_search(

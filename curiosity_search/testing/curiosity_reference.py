@@ -2,11 +2,12 @@
 
 Written from the rule (``curiosity.policy``'s docstring), not from the kernel: node
 records, a descent loop, a model call, a backup walk, proofs, float64 belief arithmetic
-in numpy. The only shared piece is P(a is best) itself (``best_arm_probability``,
-tested separately against an exact Monte Carlo), and the selection noise is passed in,
-so the jitted kernel and this reference build the same tree from the same uniform
-draws (one per selection, turned into an action by inverse CDF over P(best) in
-float32, as the kernel does).
+in numpy. The only shared pieces are P(a is best) itself (``best_arm_probability``,
+tested separately against an exact Monte Carlo) and the form of the selection
+distribution with its draw (``CuriosityOptions.selection_from_beliefs`` built in full
+at every selection, ``beliefs.two_stage_index``; the kernel updates its copy
+incrementally), and the selection noise is passed in, so the jitted kernel and this
+reference build the same tree from the same uniform draws (one per selection).
 
 The rule, as implemented here:
 - selection draws from P(best) over a node's unresolved legal children (proven ones
@@ -39,8 +40,10 @@ from curiosity_search.curiosity import (
     ILLEGAL_LOGIT,
     BeliefRecurrentFnOutput,
     BeliefRootFnOutput,
+    CuriosityOptions,
     best_arm_probability,
 )
+from curiosity_search.curiosity.beliefs import two_stage_index
 from curiosity_search.testing.stubs import hash_jnp, hash_np
 
 Noise = Callable[[int, int], float]  # (simulation, depth) -> one uniform in [0, 1)
@@ -65,6 +68,15 @@ class BeliefNode:
 @functools.cache
 def _pbest_fn(grid_size: int, method: str):
     return jax.jit(functools.partial(best_arm_probability, grid_size=grid_size, method=method))
+
+
+@functools.cache
+def _selection_fn(options: CuriosityOptions):
+    def draw(concentrations, valid, uniform):
+        cache = options.selection_from_beliefs(concentrations, valid)
+        return two_stage_index(cache.weights, cache.table, uniform)
+
+    return jax.jit(draw)
 
 
 def _exact(score: float, total: float, num_outcomes: int) -> np.ndarray:
@@ -103,6 +115,7 @@ def reference_curiosity_search(
     belief_summary: str = "average",
     two_player: bool = True,
     pbest_method: str = "fast",
+    pbest_updates: str = "full",
 ) -> list[BeliefNode | None]:
     """Runs the curiosity search on one root; returns its ``num_simulations + 1`` nodes.
 
@@ -114,11 +127,14 @@ def reference_curiosity_search(
       root_value_belief: ``[K]``; root_action_beliefs: ``[A, K]``;
       invalid_actions: ``[A]`` bool (root).
       noise: ``noise(sim, depth) -> u`` the uniform in ``[0, 1)`` used to select at
-        ``depth`` (root: 0) during simulation ``sim``: the action ``i`` with
-        ``F[i - 1] <= u F[-1] < F[i]``, ``F`` the float32 running sum of P(best).
-      pbest_method: ``best_arm_probability``'s method, as the kernel's.
+        ``depth`` (root: 0) during simulation ``sim``: ``beliefs.two_stage_index`` of
+        the selection distribution (P(best) over the unresolved legal children).
+      pbest_method, pbest_updates: as the kernel's ``CuriosityOptions``.
     """
     pbest = _pbest_fn(grid_size, pbest_method)
+    draw = _selection_fn(CuriosityOptions(grid_size=grid_size, pbest_method=pbest_method,
+                                          belief_summary=belief_summary,
+                                          pbest_updates=pbest_updates))
     max_depth = num_simulations if max_depth is None else max_depth
     num_outcomes = len(root_value_belief)
     root = BeliefNode(
@@ -163,10 +179,8 @@ def reference_curiosity_search(
 
     def select(node, uniform):
         conc, proven, _, _ = children(node)
-        p = probability(conc, node.invalid | proven)
-        cumulative = np.cumsum(p.astype(np.float32))  # float32, left to right
-        target = np.float32(uniform) * cumulative[-1]
-        return min(int(np.sum(cumulative <= target)), len(p) - 1)
+        return int(draw(jnp.asarray(conc, jnp.float32), jnp.asarray(~(node.invalid | proven)),
+                        jnp.float32(uniform)))
 
     def update(i):
         node = nodes[i]
@@ -252,10 +266,12 @@ class BeliefHashModel:
     """Deterministic random two-player model with beliefs, terminals and illegal moves.
 
     A node's embedding is a uint32 id; a child's id hashes (id, action) as in
-    ``stubs.HashModel``; its outputs are rows of fixed random tables. Concentrations
-    span ~0.4 .. 400 (flat to sharp); ``terminal_fraction`` of the rows are terminal
-    (discount 0, reward -1 / +1, or 0 = draw when K = 3); ``illegal_fraction`` of the
-    actions are illegal in each row (never all).
+    ``stubs.HashModel``; its outputs are rows of fixed random tables. Totals are
+    ``exp(uniform(*log_total_range))`` + 0.1 K, by default ~0.4 .. 400 (flat to sharp;
+    (-1, 3.5) keeps every belief inside the fast P(best)'s envelope);
+    ``terminal_fraction`` of the rows are terminal (discount 0, reward -1 / +1, or 0 =
+    draw when K = 3); ``illegal_fraction`` of the actions are illegal in each row
+    (never all).
     """
 
     num_actions: int
@@ -264,6 +280,7 @@ class BeliefHashModel:
     seed: int = 0
     terminal_fraction: float = 0.15
     illegal_fraction: float = 0.2
+    log_total_range: tuple[float, float] = (-1.0, 6.0)
 
     @functools.cached_property
     def tables(self) -> dict[str, np.ndarray]:
@@ -277,7 +294,7 @@ class BeliefHashModel:
         outcomes = rng.choice([-1.0, 1.0] if k == 2 else [-1.0, 0.0, 1.0], size=t)
 
         def concentrations(*shape):
-            return np.exp(rng.uniform(-1.0, 6.0, shape[:-1] + (1,))) * rng.dirichlet(
+            return np.exp(rng.uniform(*self.log_total_range, shape[:-1] + (1,))) * rng.dirichlet(
                 np.ones(k), shape[:-1])
 
         return {
