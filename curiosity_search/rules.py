@@ -153,6 +153,7 @@ def make_curiosity_policy(search_cfg: Any, self_play: bool) -> Policy:
             grid_size=search_cfg.grid_size,
             pbest_method=search_cfg.pbest_method,
             belief_summary=search_cfg.belief_summary,
+            pbest_updates=search_cfg.pbest_updates,
         ),
     )
 

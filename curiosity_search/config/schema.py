@@ -101,7 +101,11 @@ class SearchConfig:
     grid_size: int = bounded(21, 2, None, doc="curiosity: P(best) quadrature points")
     belief_summary: Literal["average", "moment_match"] = "average"
     pbest_method: str = choice("fast", "fast", "accurate",
-                               doc="curiosity: P(best) numerics (fast: ~17x, errors <~0.04)")
+                               doc="curiosity: P(best) numerics (both within 0.01; fast: "
+                                   "a K = 2 kernel, accurate elsewhere)")
+    pbest_updates: str = choice("full", "full", "incremental",
+                                doc="curiosity: backups recompute each node's P(best) "
+                                    "(full) or update it for the changed child (incremental)")
     max_depth: int | None = positive(None, "deepest simulation; null means unbounded")
 
 
