@@ -48,7 +48,8 @@ def kernel_selection_noise(rng_key, batch_size, num_simulations, max_depth):
         # In place: beliefs inside the fast envelope (updated in place, the root's cache
         # checked against a fresh build), and most rows outside it (rebuilt every time).
         (2, "average", 2, 0.3, "fast", (-1.0, 3.5), "incremental"),
-        (2, "average", None, 0.3, "fast", (-1.0, 6.0), "incremental"),
+        pytest.param(2, "average", None, 0.3, "fast", (-1.0, 6.0), "incremental",
+                     marks=pytest.mark.slow),
         (2, "average", 3, 0.15, "accurate", (-1.0, 6.0), "full"),
         pytest.param(3, "average", None, 0.3, "fast", (-1.0, 6.0), "full",
                      marks=pytest.mark.slow),

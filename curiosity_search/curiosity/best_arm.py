@@ -46,7 +46,9 @@ Two methods, both within 0.01 (max abs) of a Monte Carlo in logit space
   exact logit-Beta log-density (normalized by ``log B``), integrated by 3-point
   Gauss-Legendre on ``G - 1`` cells of a sinh-stretched grid centred at logit 0 (fine
   where the density bends most, ``n/4`` at logit 0, widening where it is
-  exponential), an exact exponential upper tail beyond logit 20, the lower tail by
+  exponential; its ends rounded outward to steps of 0.25 in the sinh parameter, so the
+  grid is a step function of the beliefs: ``FastAggregates`` and the incremental
+  backup rely on it), an exact exponential upper tail beyond logit 20, the lower tail by
   normalization and split by the arms' tail rates ``alpha_a / sum alpha`` (exact for
   exponential tails); each Gauss node is a sub-cell whose product of the others' CDFs
   is taken at its middle. ~0.05 ms per row of 122 arms. When any row is outside the

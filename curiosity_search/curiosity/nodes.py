@@ -3,8 +3,8 @@
 A curiosity search stores per node (``CuriosityExtras``, ``[B, N, ...]`` in the tree)
 the search belief C, the network's value belief V and action beliefs Q_a, the illegal
 actions, the node's **proof** (an exact result for its mover with the number of plies
-to the end) and the running sum of the selection distribution (P(best) over its
-unresolved children) that selection reads. This module turns the model's
+to the end) and the selection distribution (P(best) over its unresolved children,
+a ``selection_cache.SelectionCache``) that selection reads. This module turns the model's
 ``BeliefRootFnOutput`` / ``BeliefRecurrentFnOutput`` into those extras (a terminal node
 is proven at expansion), states the minimax proof rule (``prove``) and fills a node's
 selection distribution over its Q_a priors lazily, the first time a descent stops on it
