@@ -17,6 +17,12 @@ For each ancestor of the new node, from the leaf's parent up to the root (seeds/
 - its selection cache: P(best) over its *unresolved* legal children (equal to pi unless
   a child is a proven draw), so descents never enter a proven child.
 
+With ``pbest_updates="incremental"`` (K = 2, fast, average) pi, the mixture and the
+selection cache come from the node's stored aggregates, updated for the one child that
+changed (``_incremental_update``); a node whose grid moved, that left the fast envelope
+or that is proven by this update is rebuilt in full (``_rebuilt_update``), in a second
+compacted pass run only when some tree needs it (``selection_cache``).
+
 The walk runs on the whole batch at once, one tree level per iteration of a
 batch-level ``while_loop``: every tree's path advances one edge per level, and trees
 whose path has reached the root are inactive. A parent's update runs only on the
