@@ -286,7 +286,8 @@ def test_two_stage_sampler_matches_its_mixture():
     prob = np.asarray(weights) @ rows / np.asarray(weights).sum()
     num_samples = 40_000
     keys = jax.random.split(jax.random.PRNGKey(4), num_samples)
-    draws = jax.jit(jax.vmap(lambda k: beliefs.sample_two_stage(k, weights, table)))(keys)
+    uniforms = jax.vmap(lambda k: jax.random.uniform(k, ()))(keys)
+    draws = jax.jit(jax.vmap(lambda u: beliefs.two_stage_index(weights, table, u)))(uniforms)
     freq = np.bincount(np.asarray(draws), minlength=4) / num_samples
     tolerance = 4.0 * np.sqrt(prob * (1 - prob) / num_samples) + 1e-3
     assert np.all(np.abs(freq - prob) <= tolerance), (freq, prob)

@@ -43,7 +43,6 @@ __all__ = [
     "sample_best_arm",
     "sample_from_cumulative",
     "sample_from_probability",
-    "sample_two_stage",
     "stage_index",
     "two_stage_index",
     "summarize_mixture",
@@ -327,11 +326,6 @@ def two_stage_index(weights: Array, table: Array, uniform: Array) -> Array:
     stage, inside = stage_index(weights, uniform)
     row = jnp.take_along_axis(table, stage[..., None, None], axis=-2)[..., 0, :]
     return inverse_cdf_index(cumulative_probability(row), inside)
-
-
-def sample_two_stage(rng_key: chex.PRNGKey, weights: Array, table: Array) -> Array:
-    """One index drawn by ``two_stage_index`` with one uniform per draw, ``[...]``."""
-    return two_stage_index(weights, table, jax.random.uniform(rng_key, weights.shape[:-1]))
 
 
 def sample_from_probability(rng_key: chex.PRNGKey, probability: Array) -> Array:

@@ -475,8 +475,7 @@ def fast_aggregates(concentrations: Array, valid: Array,
     arms on the grid ``_fast_core`` would use, and the arms' stored terms
     (``fast_columns``: ``table, logs [..., S + 1, A]``)."""
     valid = jnp.asarray(valid, bool)
-    kernel = _kernel_concentrations(concentrations, valid)
-    edges = _fast_edges(kernel[..., 0], kernel[..., 1], valid, grid_size)
+    edges = fast_grid_edges(concentrations, valid, grid_size)
     table, logs = fast_columns(concentrations, valid, edges)
     vectors = jnp.where(valid[..., None], jnp.asarray(concentrations, jnp.float32), 0.0)
     zero = jnp.isinf(logs[..., :-1, :])
@@ -496,8 +495,9 @@ def fast_aggregates(concentrations: Array, valid: Array,
 
 def fast_grid_edges(concentrations: Array, valid: Array, grid_size: int = 21) -> Array:
     """``[..., G]`` the grid ``fast_aggregates`` would place for these rows, in O(A)."""
-    kernel = _kernel_concentrations(concentrations, jnp.asarray(valid, bool))
-    return _fast_edges(kernel[..., 0], kernel[..., 1], jnp.asarray(valid, bool), grid_size)
+    valid = jnp.asarray(valid, bool)
+    kernel = _kernel_concentrations(concentrations, valid)
+    return _fast_edges(kernel[..., 0], kernel[..., 1], valid, grid_size)
 
 
 def update_fast_aggregates(aggregates: FastAggregates, old_table: Array, old_logs: Array,
@@ -554,7 +554,7 @@ def _node_weights(aggregates: FastAggregates) -> tuple[Array, Array]:
 def fast_selection(aggregates: FastAggregates) -> Array:
     """The first stage of the selection draw, ``[..., S + 1]`` unnormalized: sub-node s
     with weight ``W(s) ratio_sum(s)``, the lower tail with weight ``L``; the second
-    stage draws the arm from the table's row (``beliefs.sample_two_stage``)."""
+    stage draws the arm from the table's row (``beliefs.two_stage_index``)."""
     node, lower = _node_weights(aggregates)
     return jnp.concatenate([node * jnp.maximum(aggregates.ratio_sum, 0.0), lower[..., None]],
                            axis=-1)
@@ -604,7 +604,7 @@ def best_arm_probability(
         raise ValueError(f"method must be one of {PBEST_METHODS}, got {method!r}")
     if grid_size < 2:
         raise ValueError(f"grid_size must be >= 2, got {grid_size}")
-    concentrations = jnp.maximum(jnp.asarray(concentrations, jnp.float32), _CONCENTRATION_FLOOR)
+    concentrations = jnp.asarray(concentrations, jnp.float32)
     arm_shape = concentrations.shape[:-1]
     legal = (jnp.ones(arm_shape, bool) if invalid_actions is None
              else ~jnp.broadcast_to(jnp.asarray(invalid_actions, bool), arm_shape))
@@ -620,7 +620,7 @@ def best_arm_probability(
     fractional = (best_exact > 0.0) & (best_exact < 1.0)
     threshold = jnp.where(fractional, jnp.log(best_exact) - jnp.log1p(-best_exact), -jnp.inf)
     # Illegal and exact arms get a harmless stand-in belief (masked everywhere).
-    concentrations = jnp.where(uncertain[..., None], concentrations, 1.0)
+    concentrations = _kernel_concentrations(concentrations, uncertain)
 
     flat = (-1,) + concentrations.shape[-2:]
     rows = (concentrations.reshape(flat), uncertain.reshape(flat[:2]), threshold.reshape(-1))

@@ -13,9 +13,9 @@ search belief seen from the parent's side (``CuriosityOptions.to_parent``).
   only changes when a backup passes through the node, so the backup keeps it in the
   node's ``selection_cache.SelectionCache`` (for K = 2, the fast kernel's aggregates,
   updated for the one child that changed) and selection reads it in O(A + G): a
-  two-stage inverse-CDF draw (``beliefs.sample_two_stage``). A new node's distribution
-  over its Q_a priors is computed lazily, when a descent first stops on it (the
-  kernel's ``prepare_fn``).
+  two-stage inverse-CDF draw (``beliefs.stage_index``, then one table row). A new
+  node's distribution over its Q_a priors is computed lazily, when a descent first
+  stops on it (the kernel's ``prepare_fn``).
 - Backup (``backup.curiosity_backup``): pi = P(best) over the children, the pi-mixture,
   ``C = (1 - gamma) V + gamma Qbar``, ``gamma = n / (kappa + n)``.
 - Proofs, exact facts: a terminal node is proven at expansion; a child proven won

@@ -1,12 +1,12 @@
 """A node's selection distribution, P(best) over its unresolved children, kept current.
 
-Selection reads, per node, a two-stage distribution (``beliefs.sample_two_stage``):
+Selection reads, per node, a two-stage distribution (``beliefs.two_stage_index``):
 stage weights ``weights [W]`` and a table ``table [W, A]`` whose rows are the second
 stage's distributions over the children. Two layouts, chosen statically
 (``CuriosityOptions.incremental``):
 
-- **incremental** (K = 2, the ``fast`` P(best), the ``"average"`` summary: the
-  search's defaults): ``W = S + 1`` with ``S = 3 (G - 1) + 1`` grid sub-nodes. A node
+- **incremental** (``pbest_updates="incremental"`` with K = 2, the ``fast`` P(best)
+  and the ``"average"`` summary): ``W = S + 1`` with ``S = 3 (G - 1) + 1`` grid sub-nodes. A node
   keeps the fast kernel's aggregates over its children on its own grid
   (``best_arm.FastAggregates``) and the beliefs they hold (``arms [A, K]``, ``arms_valid
   [A]``) with each child's stored terms (``logs [W, A]``, ``best_arm.fast_columns``).
