@@ -128,8 +128,8 @@ def _check_root_cache_is_fresh(tree, options):
         lambda t: children_beliefs(t, 0, t.node_extras.belief, options))(tree)
     proven = jax.vmap(lambda t: children_proofs(t, 0, options)[0])(tree)
     unresolved = ~tree.node_extras.invalid[:, 0] & ~proven
-    fresh = options.selection_from_beliefs(child_beliefs, unresolved)
-    stored = jax.tree_util.tree_map(lambda x: x[:, 0], tree.node_extras.selection)
+    fresh = options.selection_from_beliefs(child_beliefs, unresolved, at_root=True)
+    stored = tree.extra_data.root_selection
     live = ~np.asarray(tree.node_extras.proven[:, 0])
     assert live.any() and np.all(np.asarray(stored.current)[live])
     def distribution(cache):  # sum_s w_s table[s, a] / sum_b table[s, b], normalized

@@ -105,7 +105,8 @@ class SearchConfig:
                                    "a K = 2 kernel, accurate elsewhere)")
     pbest_updates: str = choice("full", "full", "incremental",
                                 doc="curiosity: backups recompute each node's P(best) "
-                                    "(full) or update it for the changed child (incremental)")
+                                    "(full) or update the root's for the changed child "
+                                    "(incremental)")
     max_depth: int | None = positive(None, "deepest simulation; null means unbounded")
 
 

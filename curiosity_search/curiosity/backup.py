@@ -17,18 +17,20 @@ For each ancestor of the new node, from the leaf's parent up to the root (seeds/
 - its selection cache: P(best) over its *unresolved* legal children (equal to pi unless
   a child is a proven draw), so descents never enter a proven child.
 
-With ``pbest_updates="incremental"`` (K = 2, fast, average) pi, the mixture and the
-selection cache come from the node's stored aggregates, updated for the one child that
-changed (``_incremental_update``); a node whose grid moved, that left the fast envelope
-or that is proven by this update is rebuilt in full (``_rebuilt_update``), in a second
-compacted pass run only when some tree needs it (``selection_cache``).
-
 The walk runs on the whole batch at once, one tree level per iteration of a
 batch-level ``while_loop``: every tree's path advances one edge per level, and trees
 whose path has reached the root are inactive. A parent's update runs only on the
 active trees, gathered into compacted slots (``compaction.compacted_map``). The numbers
 are those of the per-tree walk: each ancestor sees its children's already updated
 beliefs.
+
+With ``pbest_updates="incremental"`` (K = 2, fast, average; ``nodes.CuriosityExtraData``)
+the loop stops below the root and the root is updated apart, for every tree at once
+(``_root_update``): pi, the mixture and the root's selection cache come from its stored
+aggregates, updated for the one child that changed (``_incremental_update``); a root
+whose grid moved, that left the fast envelope or that is proven by this update is
+rebuilt in full (``_rebuilt_update``), in a compacted pass run only when some tree needs
+it (``selection_cache``).
 
 Shapes: ``B`` batch, ``N`` nodes, ``A`` actions, ``K`` outcomes, ``S`` slots.
 """
@@ -43,8 +45,14 @@ import jax.numpy as jnp
 
 from curiosity_search.curiosity import beliefs
 from curiosity_search.curiosity.compaction import compacted_map
-from curiosity_search.curiosity.nodes import DEFAULT_OPTIONS, CuriosityOptions, prove
+from curiosity_search.curiosity.nodes import (
+    DEFAULT_OPTIONS,
+    CuriosityExtraData,
+    CuriosityOptions,
+    prove,
+)
 from curiosity_search.curiosity.selection_cache import (
+    SelectionCache,
     build_incremental,
     from_probability,
     update_incremental,
@@ -137,28 +145,24 @@ def _full_update(tree: Tree, node_beliefs, visits, proven, scores, lengths, tree
     return settled + (from_probability(selection),)
 
 
-def _incremental_update(tree: Tree, columns: tuple, node_beliefs, visits, proven, scores,
-                        lengths, tree_index, child, *, kappa: chex.Numeric,
+def _incremental_update(tree: Tree, cache: SelectionCache, node_beliefs, visits, proven,
+                        scores, lengths, tree_index, child, *, kappa: chex.Numeric,
                         options: CuriosityOptions):
-    """The parent's new state from its cached aggregates and the one child that changed
+    """The root's new state from its cached aggregates and the one child that changed
     (``selection_cache.update_incremental``): ``(belief, proven, score, length, weights
     [S, W], aggregates, table column [S, W], logs column [S, W], arm [S], arm_belief
     [S, K], arm_valid [S], ok [S])``; where not ``ok`` the caller uses
-    ``_rebuilt_update`` instead. ``tree``'s selection caches come without their table
-    and logs (``[B, N, W, A]``, never passed into the compacted map); ``columns``:
-    the changed child's stored table and logs columns, ``([B, W], [B, W])``."""
+    ``_rebuilt_update`` instead. ``cache``: the root's selection caches ``[S, ...]``
+    with ``table`` and ``logs`` holding only the changed child's columns ``[S, W]``."""
     kids = _children(tree, node_beliefs, proven, scores, lengths, tree_index, child, options)
     valid = ~kids["invalid"] & ~kids["proven"]
     arm = tree.action_from_parent[tree_index, child]
-    cache = jax.tree_util.tree_map(lambda x: x[tree_index, kids["parent"]],
-                                   tree.node_extras.selection)
-    cache = cache.replace(table=columns[0][tree_index], logs=columns[1][tree_index])
     weights, aggregates, column, log_column, mixture, ok = update_incremental(
         cache, arm, kids["beliefs"], valid, options.grid_size)
     belief, is_proven, score, length = _settle(tree, node_beliefs, visits, proven, scores,
                                                lengths, tree_index, kids, mixture, kappa)
     rows = jnp.arange(arm.shape[0])
-    # A proven node is never selected from again: its cache need not be rebuilt. A node
+    # A proven root is never selected from again: its cache need not be rebuilt. A root
     # proven now takes its exact belief's total from the fresh mixture (_rebuilt_update).
     already = proven[tree_index, kids["parent"]]
     return (belief, is_proven, score, length, weights, aggregates, column, log_column, arm,
@@ -167,7 +171,7 @@ def _incremental_update(tree: Tree, columns: tuple, node_beliefs, visits, proven
 
 def _rebuilt_update(tree: Tree, node_beliefs, visits, proven, scores, lengths, tree_index,
                     child, *, kappa: chex.Numeric, options: CuriosityOptions):
-    """The parent's new state with its incremental cache built in full
+    """The root's new state with its incremental cache built in full
     (``selection_cache.build_incremental``): ``(belief, proven, score, length,
     SelectionCache)``."""
     kids = _children(tree, node_beliefs, proven, scores, lengths, tree_index, child, options)
@@ -186,74 +190,43 @@ def _rebuilt_update(tree: Tree, node_beliefs, visits, proven, scores, lengths, t
     return settled + (cache,)
 
 
-def _level(tree: Tree, state: tuple, *, slots: tuple[int, ...], kappa: chex.Numeric,
-           options: CuriosityOptions):
-    """One backup level: each active tree updates the parent of its current child.
+def _without_tables(tree: Tree) -> Tree:
+    """``tree`` without the nodes' ``[B, N, 1, A]`` selection tables (the updates never
+    read them; a compacted map would pass them to every branch of its switch)."""
+    selection = tree.node_extras.selection
+    return tree.replace(node_extras=tree.node_extras.replace(
+        selection=selection.replace(table=None, logs=None)))
 
-    The parents' new state is computed on the active trees only, gathered into
-    compacted slots: at deep levels only a few trees still climb. In the incremental
-    layout the trees whose parent cannot be updated in place (its grid moved, or it
-    left the fast envelope) are rebuilt in a second compacted pass, run only for them.
-    Returns the next state, the parents becoming the children (the root stays).
+
+def _climbing(tree: Tree, child: chex.Array, root_apart: bool) -> chex.Array:
+    """``[B]`` bool: the trees whose ``child`` has a parent the level loop updates (all
+    but the root's children when ``root_apart``: ``_root_update`` does the root)."""
+    batch = jnp.arange(child.shape[0])
+    active = child != ROOT_INDEX
+    if root_apart:
+        active = active & (tree.parents[batch, child] != ROOT_INDEX)
+    return active
+
+
+def _level(tree: Tree, state: tuple, *, slots: tuple[int, ...], kappa: chex.Numeric,
+           options: CuriosityOptions, root_apart: bool):
+    """One backup level: each climbing tree updates the parent of its current child
+    with a fresh P(best) (the full layout).
+
+    The parents' new state is computed on the climbing trees only, gathered into
+    compacted slots: at deep levels only a few trees still climb. Returns the next
+    state, the parents becoming the children (the others stay).
     """
     child, node_beliefs, visits, proven, scores, lengths, selection = state
     batch = jnp.arange(child.shape[0])
-    active = child != ROOT_INDEX
-    parent = jnp.where(active, tree.parents[batch, child], ROOT_INDEX)
-    num_nodes = tree.node_visits.shape[1]
-    write_at = jnp.where(active, parent, num_nodes)  # inactive: dropped
+    active = _climbing(tree, child, root_apart)
+    parent = jnp.where(active, tree.parents[batch, child], child)
+    write_at = jnp.where(active, parent, tree.node_visits.shape[1])  # inactive: dropped
     visits = visits.at[batch, write_at].add(1, mode="drop")
-    arrays = (node_beliefs, visits, proven, scores, lengths)
-
-    def write(stored, new, at):
-        return jax.tree_util.tree_map(
-            lambda old, value: old.at[batch, at].set(value, mode="drop"), stored, new)
-
-    # The [B, N, W, A] selection tables never enter the compacted maps (each would
-    # pass them to every branch of its switch): only what the update reads does.
-    small = tree.replace(node_extras=tree.node_extras.replace(
-        selection=selection.replace(table=None, logs=None)))
-    if options.incremental(node_beliefs.shape[-1]):
-        safe_parent = jnp.maximum(parent, 0)
-        arm = tree.action_from_parent[batch, child]
-        columns = (selection.table[batch, safe_parent, :, arm],
-                   selection.logs[batch, safe_parent, :, arm])
-        update = functools.partial(_incremental_update, small, columns, *arrays,
-                                   kappa=kappa, options=options)
-        (belief, is_proven, score, length, weights, aggregates, column, log_column, arm,
-         arm_belief, arm_valid, ok) = compacted_map(update, active, batch, child, slots=slots)
-        rebuild = active & ~ok
-        in_place = jnp.where(active & ok, parent, num_nodes)
-        selection = selection.replace(
-            weights=selection.weights.at[batch, in_place].set(weights, mode="drop"),
-            table=selection.table.at[batch, in_place, :, arm].set(column, mode="drop"),
-            logs=selection.logs.at[batch, in_place, :, arm].set(log_column, mode="drop"),
-            aggregates=write(selection.aggregates, aggregates, in_place),
-            arms=selection.arms.at[batch, in_place, arm].set(arm_belief, mode="drop"),
-            arms_valid=selection.arms_valid.at[batch, in_place, arm].set(arm_valid,
-                                                                          mode="drop"),
-        )
-        rebuilt = functools.partial(_rebuilt_update, small, *arrays, kappa=kappa,
-                                    options=options)
-
-        def with_rebuilds(selection, belief, is_proven, score, length):
-            (full_belief, full_proven, full_score, full_length, cache) = compacted_map(
-                rebuilt, rebuild, batch, child, slots=slots)
-            return (write(selection, cache, jnp.where(rebuild, parent, num_nodes)),
-                    jnp.where(rebuild[:, None], full_belief, belief),
-                    jnp.where(rebuild, full_proven, is_proven),
-                    jnp.where(rebuild, full_score, score),
-                    jnp.where(rebuild, full_length, length))
-
-        # Most levels rebuild nothing: skip even the rebuild's bookkeeping then.
-        selection, belief, is_proven, score, length = jax.lax.cond(
-            jnp.any(rebuild), with_rebuilds, lambda *carried: carried,
-            selection, belief, is_proven, score, length)
-    else:
-        update = functools.partial(_full_update, small, *arrays, kappa=kappa, options=options)
-        belief, is_proven, score, length, cache = compacted_map(update, active, batch, child,
-                                                                slots=slots)
-        selection = write(selection, cache, write_at)
+    update = functools.partial(_full_update, _without_tables(tree), node_beliefs, visits,
+                               proven, scores, lengths, kappa=kappa, options=options)
+    belief, is_proven, score, length, cache = compacted_map(update, active, batch, child,
+                                                            slots=slots)
     return (
         parent,
         node_beliefs.at[batch, write_at].set(belief, mode="drop"),
@@ -261,8 +234,79 @@ def _level(tree: Tree, state: tuple, *, slots: tuple[int, ...], kappa: chex.Nume
         proven.at[batch, write_at].set(is_proven, mode="drop"),
         scores.at[batch, write_at].set(score, mode="drop"),
         lengths.at[batch, write_at].set(length, mode="drop"),
-        selection,
+        jax.tree_util.tree_map(lambda old, new: old.at[batch, write_at].set(new, mode="drop"),
+                               selection, cache),
     )
+
+
+def _root_update(tree: Tree, state: tuple, root_selection: SelectionCache, *,
+                 slots: tuple[int, ...], kappa: chex.Numeric, options: CuriosityOptions):
+    """The root's update, from its incremental cache, for the trees whose path reached
+    one of its children (``child [B]``; the root itself: a skipped simulation).
+
+    Every such tree updates its root's aggregates for the one child that changed
+    (``_incremental_update``, no compaction: almost every tree takes part); the trees
+    whose root cannot be updated in place (its grid moved, or it left the fast
+    envelope) are rebuilt in a compacted pass run only when some tree needs it (a
+    batch-wide pass, one copy in the program instead of one per slot size, made hex5
+    training 1.9x slower: rebuilds are frequent there). Returns the state and the new
+    root caches ``[B, ...]``.
+    """
+    child, node_beliefs, visits, proven, scores, lengths, selection = state
+    batch = jnp.arange(child.shape[0])
+    active = child != ROOT_INDEX
+    root_at = jnp.where(active, ROOT_INDEX, tree.node_visits.shape[1])  # inactive: dropped
+    visits = visits.at[batch, root_at].add(1, mode="drop")
+    arrays = (node_beliefs, visits, proven, scores, lengths)
+    small = _without_tables(tree)
+    arm = jnp.maximum(tree.action_from_parent[batch, child], 0)
+    cache = root_selection.replace(table=root_selection.table[batch, :, arm],
+                                   logs=root_selection.logs[batch, :, arm])
+    (belief, is_proven, score, length, weights, aggregates, column, log_column, arm,
+     arm_belief, arm_valid, ok) = _incremental_update(small, cache, *arrays, batch, child,
+                                                      kappa=kappa, options=options)
+    in_place = active & ok
+    arm = jnp.maximum(arm, 0)
+
+    def keep_where(mask, new, old):
+        return jax.tree_util.tree_map(
+            lambda n, o: jnp.where(mask.reshape(mask.shape + (1,) * (o.ndim - 1)), n, o),
+            new, old)
+
+    root_selection = root_selection.replace(
+        weights=keep_where(in_place, weights, root_selection.weights),
+        table=root_selection.table.at[batch, :, arm].set(
+            keep_where(in_place, column, root_selection.table[batch, :, arm])),
+        logs=root_selection.logs.at[batch, :, arm].set(
+            keep_where(in_place, log_column, root_selection.logs[batch, :, arm])),
+        aggregates=keep_where(in_place, aggregates, root_selection.aggregates),
+        arms=root_selection.arms.at[batch, arm].set(
+            keep_where(in_place, arm_belief, root_selection.arms[batch, arm])),
+        arms_valid=root_selection.arms_valid.at[batch, arm].set(
+            keep_where(in_place, arm_valid, root_selection.arms_valid[batch, arm])),
+    )
+    rebuild = active & ~ok
+    rebuilt = functools.partial(_rebuilt_update, small, *arrays, kappa=kappa, options=options)
+
+    def with_rebuilds(root_selection, belief, is_proven, score, length):
+        full_belief, full_proven, full_score, full_length, cache = compacted_map(
+            rebuilt, rebuild, batch, child, slots=slots)
+        return (keep_where(rebuild, cache, root_selection),
+                *keep_where(rebuild, (full_belief, full_proven, full_score, full_length),
+                            (belief, is_proven, score, length)))
+
+    # Most simulations rebuild no root: skip even the rebuild's bookkeeping then.
+    root_selection, belief, is_proven, score, length = jax.lax.cond(
+        jnp.any(rebuild), with_rebuilds, lambda *carried: carried,
+        root_selection, belief, is_proven, score, length)
+    state = (child,
+             node_beliefs.at[batch, root_at].set(belief, mode="drop"),
+             visits,
+             proven.at[batch, root_at].set(is_proven, mode="drop"),
+             scores.at[batch, root_at].set(score, mode="drop"),
+             lengths.at[batch, root_at].set(length, mode="drop"),
+             selection)
+    return state, root_selection
 
 
 def curiosity_backup(
@@ -280,15 +324,24 @@ def curiosity_backup(
     ``node_values`` become ``to_value(belief)`` so the kernel's scalar summaries stay
     meaningful. ``kappa`` may be traced.
     """
-    level = functools.partial(_level, tree, slots=options.slots(leaf_index.shape[0]),
-                              kappa=kappa, options=options)
+    root_apart = isinstance(tree.extra_data, CuriosityExtraData)  # static: the layout
+    slots = options.slots(leaf_index.shape[0])
+    level = functools.partial(_level, tree, slots=slots, kappa=kappa, options=options,
+                              root_apart=root_apart)
     extras = tree.node_extras
     state = (jnp.asarray(leaf_index, jnp.int32), extras.belief, tree.node_visits, extras.proven,
              extras.proven_score, extras.proven_length, extras.selection)
-    state = jax.lax.while_loop(lambda s: jnp.any(s[0] != ROOT_INDEX), level, state)
+    state = jax.lax.while_loop(lambda s: jnp.any(_climbing(tree, s[0], root_apart)), level,
+                               state)
+    extra_data = tree.extra_data
+    if root_apart:
+        state, root_selection = _root_update(tree, state, extra_data.root_selection,
+                                             slots=slots, kappa=kappa, options=options)
+        extra_data = extra_data.replace(root_selection=root_selection)
     _, node_beliefs, visits, proven, scores, lengths, selection = state
     values = jnp.where(visits > 0, beliefs.to_value(node_beliefs), 0.0).astype(
         tree.node_values.dtype)
     extras = extras.replace(belief=node_beliefs, proven=proven, proven_score=scores,
                             proven_length=lengths, selection=selection)
-    return tree.replace(node_visits=visits, node_values=values, node_extras=extras)
+    return tree.replace(node_visits=visits, node_values=values, node_extras=extras,
+                        extra_data=extra_data)

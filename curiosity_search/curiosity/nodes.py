@@ -9,6 +9,8 @@ a ``selection_cache.SelectionCache``) that selection reads. This module turns th
 is proven at expansion), states the minimax proof rule (``prove``) and fills a node's
 selection distribution over its Q_a priors lazily, the first time a descent stops on it
 (``has_best_probability`` / ``fill_prior_best``, the kernel's ``prepare_fn`` pair).
+A search whose root keeps the incremental selection layout stores the root's cache
+once per tree, in ``tree.extra_data`` (``CuriosityExtraData``).
 
 Shapes: ``B`` batch, ``N`` nodes, ``A`` actions, ``K`` outcomes.
 """
@@ -55,11 +57,13 @@ class CuriosityOptions:
       compaction_slots: static slot sizes for per-node work on the trees that need it
         (``compaction.compacted_map``); None: ``default_slots(B)``; ``()``: the whole
         batch always. Exact either way.
-      pbest_updates: ``"full"`` (default): every backup recomputes each node's P(best)
-        from scratch; ``"incremental"``: where the layout allows (``incremental``), a
-        backup updates each node's P(best) aggregates for the one child that changed
-        (``selection_cache``). The same numbers up to float32 rounding; not the default
-        because it is not yet faster on CPU (results/bench/README.md).
+      pbest_updates: ``"full"``: every backup recomputes each node's P(best) from
+        scratch; ``"incremental"``: where the layout allows (``incremental``), every
+        backup updates the root's P(best) aggregates for the one child that changed
+        (``selection_cache``; the root ends every backup), the other nodes on the path
+        recompute theirs. The same numbers up to float32 rounding, the same selection
+        distributions, drawn in two stages at the root (other random draws than
+        ``"full"``'s).
     """
 
     grid_size: int = 21
@@ -83,24 +87,29 @@ class CuriosityOptions:
                              f"got {self.pbest_updates!r}")
 
     def incremental(self, num_outcomes: int) -> bool:
-        """Whether nodes keep the incremental selection layout (``selection_cache``):
+        """Whether the root keeps the incremental selection layout (``selection_cache``):
         ``pbest_updates == "incremental"``, K = 2, the fast P(best), the average summary."""
         return (self.pbest_updates == "incremental" and num_outcomes == 2
                 and self.pbest_method == "fast" and self.belief_summary == "average")
 
-    def empty_selection(self, leading: tuple[int, ...], num_actions: int,
-                        num_outcomes: int) -> SelectionCache:
-        """An unset ``SelectionCache`` of shape ``leading`` in this search's layout."""
-        return empty_cache(leading, num_actions, num_outcomes, self.grid_size,
-                           self.incremental(num_outcomes))
-
-    def selection_from_beliefs(self, concentrations: chex.Array,
-                               valid: chex.Array) -> SelectionCache:
+    def selection_from_beliefs(self, concentrations: chex.Array, valid: chex.Array,
+                               at_root: bool = False) -> SelectionCache:
         """The selection cache over children ``concentrations [..., A, K]``, the ``valid
-        [..., A]`` ones drawable, built in full."""
-        if self.incremental(concentrations.shape[-1]):
+        [..., A]`` ones drawable, built in full: the incremental layout at the root when
+        ``incremental``, the full layout otherwise."""
+        if at_root and self.incremental(concentrations.shape[-1]):
             return build_incremental(concentrations, valid, self.grid_size)[0]
         return from_probability(self.best_probability(concentrations, ~valid))
+
+    def root_data(self, concentrations: chex.Array,
+                  valid: chex.Array) -> CuriosityExtraData | None:
+        """The search's ``tree.extra_data`` for roots whose children are
+        ``concentrations [B, A, K]`` (``valid [B, A]`` drawable): the root's incremental
+        selection cache, or None when the root keeps the full layout in its node."""
+        if not self.incremental(concentrations.shape[-1]):
+            return None
+        return CuriosityExtraData(
+            root_selection=self.selection_from_beliefs(concentrations, valid, at_root=True))
 
     def slots(self, batch_size: int) -> tuple[int, ...]:
         """The compaction slot sizes for a batch of ``batch_size`` trees."""
@@ -124,6 +133,16 @@ class CuriosityOptions:
 
 
 DEFAULT_OPTIONS = CuriosityOptions()
+
+
+@chex.dataclass(frozen=True)
+class CuriosityExtraData:
+    """``tree.extra_data`` of a search whose root keeps the incremental layout
+    (``CuriosityOptions.incremental``): root_selection, the root's ``SelectionCache``
+    ``[B, ...]``, kept current by the backup (``backup._root_update``). The root's
+    node-level cache is then unused."""
+
+    root_selection: SelectionCache
 
 
 @chex.dataclass(frozen=True)
@@ -175,7 +194,8 @@ class CuriosityExtras:
     selection: ``SelectionCache`` the selection distribution, P(best) over the node's
     *unresolved* legal children, as of its last backup (before its first: over its
     Q_a priors, filled when a descent first stops on the node, ``fill_prior_best``;
-    zeros until then), in the layout ``CuriosityOptions.incremental`` picks.
+    zeros until then), in the full layout (an incremental root keeps its own in
+    ``CuriosityExtraData``).
     """
 
     belief: chex.Array
@@ -309,8 +329,7 @@ def wrap_recurrent_fn(recurrent_fn, options: CuriosityOptions):
             out.prior_logits < ILLEGAL_LOGIT,
             terminal,
             own_score,
-            options.empty_selection(out.prior_logits.shape[:1], out.prior_logits.shape[-1],
-                                    out.value_belief.shape[-1]),
+            empty_cache(out.prior_logits.shape[:1], out.prior_logits.shape[-1]),
         )
         kernel_out = RecurrentFnOutputWithExtras(
             reward=out.reward,

@@ -11,9 +11,10 @@ search belief seen from the parent's side (``CuriosityOptions.to_parent``).
   node's *unresolved* legal children (one uniform per step, no Gamma or Beta draws),
   equivalent to drawing one score per child and taking the argmax. The distribution
   only changes when a backup passes through the node, so the backup keeps it in the
-  node's ``selection_cache.SelectionCache`` (for K = 2, the fast kernel's aggregates,
-  updated for the one child that changed) and selection reads it in O(A + G): a
-  two-stage inverse-CDF draw (``beliefs.stage_index``, then one table row). A new
+  node's ``selection_cache.SelectionCache`` (with ``pbest_updates="incremental"`` the
+  root's holds the fast kernel's aggregates, updated for the one child that changed,
+  in ``tree.extra_data``) and selection reads it in O(A + G): a two-stage inverse-CDF
+  draw (``beliefs.stage_index``, then one table row). A new
   node's distribution over its Q_a priors is computed lazily, when a descent first
   stops on it (the kernel's ``prepare_fn``).
 - Backup (``backup.curiosity_backup``): pi = P(best) over the children, the pi-mixture,
@@ -49,6 +50,7 @@ from curiosity_search.curiosity.backup import curiosity_backup
 from curiosity_search.curiosity.nodes import (
     DEFAULT_OPTIONS,
     BeliefRootFnOutput,
+    CuriosityExtraData,
     CuriosityOptions,
     fill_prior_best,
     has_best_probability,
@@ -56,6 +58,7 @@ from curiosity_search.curiosity.nodes import (
     prove,
     wrap_recurrent_fn,
 )
+from curiosity_search.curiosity.selection_cache import empty_cache
 from curiosity_search.search.base import LoopFn, Params, PolicyOutput, RootFnOutputWithExtras
 from curiosity_search.search.search import search as run_search
 from curiosity_search.search.tree import ROOT_INDEX, UNVISITED, Tree
@@ -119,15 +122,26 @@ def curiosity_selection(
     unresolved legal children, ``[]`` int32.
 
     Reads the node's ``SelectionCache`` (kept current by the backup and by
-    ``fill_prior_best``): one uniform and a two-stage inverse-CDF draw, O(A + G). Use with
-    ``selection_rng="per_simulation"``: the draw at ``depth`` uses ``u =
-    uniform(fold_in(rng_key, depth))`` (root: depth 0).
+    ``fill_prior_best``; at the root, ``tree.extra_data.root_selection`` when the root
+    keeps the incremental layout): one uniform and a two-stage inverse-CDF draw,
+    O(A + G). Use with ``selection_rng="per_simulation"``: the draw at ``depth`` uses
+    ``u = uniform(fold_in(rng_key, depth))`` (root: depth 0).
     """
-    key = jax.random.fold_in(rng_key, depth)
-    cache = tree.node_extras.selection
-    stage, inside = beliefs.stage_index(cache.weights[node_index], jax.random.uniform(key))
-    row = cache.table[node_index, stage]  # only the drawn stage's row is read: [A]
-    return beliefs.inverse_cdf_index(beliefs.cumulative_probability(row), inside)
+    uniform = jax.random.uniform(jax.random.fold_in(rng_key, depth))
+    node_cache = jax.tree_util.tree_map(lambda x: x[node_index], tree.node_extras.selection)
+    action = _draw(node_cache, uniform)
+    if isinstance(tree.extra_data, CuriosityExtraData):  # static: the search's layout
+        root_action = _draw(tree.extra_data.root_selection, uniform)
+        action = jnp.where(node_index == ROOT_INDEX, root_action, action)
+    return action
+
+
+def _draw(cache, uniform: chex.Array) -> chex.Array:
+    """The action ``[]`` a two-stage inverse-CDF draw of ``uniform`` picks from one
+    node's ``cache`` (only the drawn stage's row ``[A]`` is read)."""
+    stage, inside = beliefs.stage_index(cache.weights, uniform)
+    return beliefs.inverse_cdf_index(beliefs.cumulative_probability(cache.table[stage]),
+                                     inside)
 
 
 def root_is_proven(tree: Tree) -> chex.Array:
@@ -175,6 +189,11 @@ def curiosity_policy(
     rng_key, search_key = jax.random.split(rng_key)
     value_belief = root.value_belief.astype(jnp.float32)
     root_action_beliefs = root.action_beliefs.astype(jnp.float32)
+    extra_data = options.root_data(root_action_beliefs, ~invalid_actions)
+    if extra_data is None:
+        root_selection = options.selection_from_beliefs(root_action_beliefs, ~invalid_actions)
+    else:  # the root's node-level cache is unused
+        root_selection = empty_cache((batch_size,), num_actions)
     kernel_root = RootFnOutputWithExtras(
         prior_logits=root.prior_logits,
         value=root.value,
@@ -185,7 +204,7 @@ def curiosity_policy(
             invalid_actions,
             jnp.zeros((batch_size,), bool),
             jnp.zeros((batch_size,)),
-            options.selection_from_beliefs(root_action_beliefs, ~invalid_actions),
+            root_selection,
         ),
     )
     tree = run_search(
@@ -202,6 +221,7 @@ def curiosity_policy(
         backup_fn=functools.partial(curiosity_backup, kappa=kappa, options=options),
         selection_rng="per_simulation",
         root_done_fn=root_is_proven,
+        extra_data=extra_data,
         prepare_fn=(has_best_probability, functools.partial(fill_prior_best, options=options)),
     )
     root_index = jnp.full((batch_size,), ROOT_INDEX, jnp.int32)

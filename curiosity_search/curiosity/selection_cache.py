@@ -2,32 +2,39 @@
 
 Selection reads, per node, a two-stage distribution (``beliefs.two_stage_index``):
 stage weights ``weights [W]`` and a table ``table [W, A]`` whose rows are the second
-stage's distributions over the children. Two layouts, chosen statically
-(``CuriosityOptions.incremental``):
+stage's distributions over the children. Two layouts:
 
-- **incremental** (``pbest_updates="incremental"`` with K = 2, the ``fast`` P(best)
-  and the ``"average"`` summary): ``W = S + 1`` with ``S = 3 (G - 1) + 1`` grid sub-nodes. A node
-  keeps the fast kernel's aggregates over its children on its own grid
-  (``best_arm.FastAggregates``) and the beliefs they hold (``arms [A, K]``, ``arms_valid
-  [A]``) with each child's stored terms (``logs [W, A]``, ``best_arm.fast_columns``).
-  P(a is best) is ``sum_s W(s) ratio_a(s)`` plus a lower-tail term, so the
-  stage weight of sub-node s is ``W(s) sum_a ratio_a(s)`` (row s of the table holds
-  ``ratio_a(s)``) and that of the lower tail is ``L`` (its row holds the tail rates):
-  exactly P(best), drawn without ever forming it. A backup changes one child per node,
-  so it takes the child's stored terms out of the aggregates and its new ones in (exactly
-  what was put in comes out, so rounding does not accumulate), rewrites its table and
-  logs columns and the stage weights, and the
-  mixture of the children's beliefs follows from the aggregates (``fast_mixture``):
-  O(S K + A) per node instead of the O(A S) of a fresh P(best)
+- **full** (every node but an incremental root): ``W = 1``, ``weights = [1]`` and
+  ``table[0]`` = P(best) over the unresolved children, recomputed by every backup
+  through the node (``from_probability``).
+- **incremental** (the root's, with ``pbest_updates="incremental"``, K = 2, the
+  ``fast`` P(best) and the ``"average"`` summary; ``CuriosityOptions.incremental``):
+  ``W = S + 1`` with ``S = 3 (G - 1) + 1`` grid sub-nodes. The node keeps the fast
+  kernel's aggregates over its children on its own grid (``best_arm.FastAggregates``)
+  and the beliefs they hold (``arms [A, K]``, ``arms_valid [A]``) with each child's
+  stored terms (``logs [W, A]``, ``best_arm.fast_columns``). P(a is best) is
+  ``sum_s W(s) ratio_a(s)`` plus a lower-tail term, so the stage weight of sub-node s
+  is ``W(s) sum_a ratio_a(s)`` (row s of the table holds ``ratio_a(s)``) and that of
+  the lower tail is ``L`` (its row holds the tail rates): exactly P(best), drawn
+  without ever forming it. A backup changes one child, so it takes the child's stored
+  terms out of the aggregates and its new ones in (exactly what was put in comes out,
+  so rounding does not accumulate), rewrites its table and logs columns and the stage
+  weights, and the mixture of the children's beliefs follows from the aggregates
+  (``fast_mixture``): O(S K + A) instead of the O(A S) of a fresh P(best)
   (``update_incremental``). The fast grid is a step function of the beliefs
-  (``best_arm._fast_edges``); when a node's grid would move, when a row leaves the fast
-  kernel's envelope, or when the node holds no aggregates, the node is rebuilt in full
+  (``best_arm._fast_edges``); when the grid would move, when a row leaves the fast
+  kernel's envelope, or when the node holds no aggregates, it is rebuilt in full
   (``build_incremental``): the numbers are always those of a fresh P(best) on the
   current beliefs, up to float32 rounding. A row outside the envelope takes the
   ``accurate`` method's P(best) as a one-row table (``current`` False: the next backup
   rebuilds it).
-- **full** (otherwise): ``W = 1``, ``weights = [1]`` and ``table[0]`` = P(best) over
-  the unresolved children, recomputed by every backup (``from_probability``).
+
+Why only the root: every backup ends at the root, and in a wide search (A above the
+simulation count) nearly all of them stop there (2,048 of 2,168 node updates at
+B = 64, 32 simulations on 11x11 Hex); an incremental cache costs ``2 W A`` floats per
+node, which for every node of every tree (``[B, N, W, A]``) cost more memory traffic
+than it saved (results/bench/README.md). The root's cache lives in
+``tree.extra_data`` (``nodes.CuriosityExtraData``), one per tree.
 
 Shapes: ``A`` actions, ``K`` outcomes, ``G`` grid edges, ``W`` stage count.
 """
@@ -72,30 +79,10 @@ class SelectionCache:
     current: chex.Array | None = None
 
 
-def stage_count(grid_size: int, incremental: bool) -> int:
-    """W: ``3 (G - 1) + 2`` for the incremental layout, 1 for the full one."""
-    return 3 * (grid_size - 1) + 2 if incremental else 1
-
-
-def empty_cache(leading: tuple[int, ...], num_actions: int, num_outcomes: int,
-                grid_size: int, incremental: bool) -> SelectionCache:
-    """An unset cache of shape ``leading`` (zeros; ``current`` False)."""
-    width = stage_count(grid_size, incremental)
-    zeros = jnp.zeros
-    cache = SelectionCache(weights=zeros(leading + (width,)),
-                           table=zeros(leading + (width, num_actions)))
-    if not incremental:
-        return cache
-    sub_nodes = width - 1
-    aggregates = FastAggregates(
-        edges=zeros(leading + (grid_size,)), log_total=zeros(leading + (sub_nodes,)),
-        zeros=zeros(leading + (sub_nodes,)), ratio_sum=zeros(leading + (sub_nodes,)),
-        vector_sum=zeros(leading + (sub_nodes, num_outcomes)), lower_log=zeros(leading),
-        rate_sum=zeros(leading), rate_vector=zeros(leading + (num_outcomes,)))
-    return cache.replace(aggregates=aggregates, logs=zeros(leading + (width, num_actions)),
-                         arms=zeros(leading + (num_actions, num_outcomes)),
-                         arms_valid=jnp.zeros(leading + (num_actions,), bool),
-                         current=jnp.zeros(leading, bool))
+def empty_cache(leading: tuple[int, ...], num_actions: int) -> SelectionCache:
+    """An unset full-layout cache of shape ``leading`` (zeros)."""
+    return SelectionCache(weights=jnp.zeros(leading + (1,)),
+                          table=jnp.zeros(leading + (1, num_actions)))
 
 
 def from_probability(probability: chex.Array) -> SelectionCache:

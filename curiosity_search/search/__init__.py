@@ -37,7 +37,9 @@ arguments of ``search.search``; each default keeps mctx's behaviour and program.
      ``tree.node_values[i]`` ``[]``, ``tree.children_index[i]`` (``-1`` where
      unexpanded), ``tree.root_invalid_actions`` (1 = invalid at the root; the root rule
      masks with it, e.g. ``masked_argmax(score, tree.root_invalid_actions)``);
-   - ``tree.node_extras[...][i]``: any per-node arrays the model outputs (3).
+   - ``tree.node_extras[...][i]``: any per-node arrays the model outputs (3);
+   - ``tree.extra_data``: per-tree data passed to ``search.search`` as ``extra_data``
+     (Gumbel's root noise ``[A]``; curiosity's incremental root selection cache).
 
 2. Keys (``selection_rng``, default ``"per_step"``): what the rules receive as
    ``rng_key``. ``"none"``: None, for deterministic rules (no key splitting at all,
@@ -64,7 +66,8 @@ arguments of ``search.search``; each default keeps mctx's behaviour and program.
    ``node_visits`` incremented along the path (selection, the summary and the Gumbel
    schedule read visit counts from it). E.g. a curiosity backup sets at each ancestor
    ``C = (1 - gamma) V + gamma * Qbar`` over its children, gathered with
-   ``tree.children_index[parent]`` from the carried belief array.
+   ``tree.children_index[parent]`` from the carried belief array. A backup may also
+   return an updated ``tree.extra_data`` (same structure and shapes).
 
 5. A final root (``root_done_fn``, default None: every simulation runs). Pass
    ``root_done_fn(tree) -> bool`` (one tree) to mark a root whose result can no longer

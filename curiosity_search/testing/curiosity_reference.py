@@ -5,8 +5,8 @@ records, a descent loop, a model call, a backup walk, proofs, float64 belief ari
 in numpy. The only shared pieces are P(a is best) itself (``best_arm_probability``,
 tested separately against an exact Monte Carlo) and the form of the selection
 distribution with its draw (``CuriosityOptions.selection_from_beliefs`` built in full
-at every selection, ``beliefs.two_stage_index``; the kernel updates its copy
-incrementally), and the selection noise is passed in, so the jitted kernel and this
+at every selection, ``beliefs.two_stage_index``; the kernel updates an incremental
+root's copy in place), and the selection noise is passed in, so the jitted kernel and this
 reference build the same tree from the same uniform draws (one per selection).
 
 The rule, as implemented here:
@@ -71,9 +71,9 @@ def _pbest_fn(grid_size: int, method: str):
 
 
 @functools.cache
-def _selection_fn(options: CuriosityOptions):
+def _selection_fn(options: CuriosityOptions, at_root: bool):
     def draw(concentrations, valid, uniform):
-        cache = options.selection_from_beliefs(concentrations, valid)
+        cache = options.selection_from_beliefs(concentrations, valid, at_root=at_root)
         return two_stage_index(cache.weights, cache.table, uniform)
 
     return jax.jit(draw)
@@ -132,9 +132,8 @@ def reference_curiosity_search(
       pbest_method, pbest_updates: as the kernel's ``CuriosityOptions``.
     """
     pbest = _pbest_fn(grid_size, pbest_method)
-    draw = _selection_fn(CuriosityOptions(grid_size=grid_size, pbest_method=pbest_method,
-                                          belief_summary=belief_summary,
-                                          pbest_updates=pbest_updates))
+    options = CuriosityOptions(grid_size=grid_size, pbest_method=pbest_method,
+                               belief_summary=belief_summary, pbest_updates=pbest_updates)
     max_depth = num_simulations if max_depth is None else max_depth
     num_outcomes = len(root_value_belief)
     root = BeliefNode(
@@ -179,6 +178,7 @@ def reference_curiosity_search(
 
     def select(node, uniform):
         conc, proven, _, _ = children(node)
+        draw = _selection_fn(options, node is root)  # the root's layout may differ
         return int(draw(jnp.asarray(conc, jnp.float32), jnp.asarray(~(node.invalid | proven)),
                         jnp.float32(uniform)))
 
