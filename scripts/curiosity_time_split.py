@@ -11,8 +11,8 @@ interleaved rounds, fastest round kept:
   model's ``recurrent_fn`` in a ``fori_loop`` (pgx step + MLP, no tree): what any
   search on that model must pay;
 - ``curiosity``: ``curiosity_policy`` (fast P(best)) with ``pbest_updates=
-  "incremental"``: each backup updates a node's P(best) aggregates for the one child
-  that changed;
+  "incremental"``: each backup updates the root's P(best) aggregates for the one child
+  that changed (the other nodes on the path recompute theirs);
 - ``curiosity_full_updates``: the same search recomputing every node's P(best) in
   full at every backup (``pbest_updates="full"``, the search's default);
 - ``curiosity_pbest_stub``: the full-updates search with ``best_arm_probability``
@@ -27,9 +27,9 @@ interleaved rounds, fastest round kept:
 It also counts, in one incremental search, the P(best) rows by site:
 ``rows_active_backup_<update>`` / ``rows_computed_backup_<update>`` (backup levels: trees
 that need a row / rows computed, i.e. ``compacted_map``'s slot size or the whole batch;
-``_incremental_update``: O(G K) in-place updates, ``_rebuilt_update``: full O(A G)
-rebuilds where a node's grid moved), ``rows_active_backup_root`` (= B x sims: every
-backup ends at the root); the same for
+``_full_update``: the nodes below the root, ``_rebuilt_update``: full O(A G) rebuilds
+of roots whose grid moved), ``rows_active_backup_root`` (= B x sims: every backup ends
+at the root, where the search makes O(G K) in-place updates); the same for
 ``lazy_fill`` (a node's prior P(best), the first time a descent stops on it); and
 ``rows_start_end`` (the root's P(best) before the first simulation and the returned
 ``action_weights``).

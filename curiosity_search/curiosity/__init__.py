@@ -9,8 +9,9 @@ Files (one concept each):
   (proven) arms; ``score_cdf``: the per-arm score CDFs under ``accurate``;
 - ``nodes``: ``CuriosityOptions``, the model outputs with beliefs, the per-node extras,
   the minimax proof rule, the lazy prior fill;
-- ``selection_cache``: a node's selection distribution, rebuilt by every backup or, for
-  K = 2 (``pbest_updates="incremental"``), updated for the one child that changed;
+- ``selection_cache``: a node's selection distribution, rebuilt by every backup or, at
+  the root with K = 2 (``pbest_updates="incremental"``), updated for the one child
+  that changed;
 - ``backup``: the level-wise batched backup (beliefs, selection caches, proofs);
 - ``compaction``: batched work on the active rows only;
 - ``policy``: selection and ``curiosity_policy``, which plugs it all into the generic

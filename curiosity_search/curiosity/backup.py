@@ -239,18 +239,27 @@ def _level(tree: Tree, state: tuple, *, slots: tuple[int, ...], kappa: chex.Nume
     )
 
 
+def _rebuild_slots(options: CuriosityOptions, batch_size: int) -> tuple[int, ...]:
+    """Compaction slot sizes for the root rebuilds: ``B / 64`` and ``B / 8`` unless the
+    options fix the sizes. Few trees rebuild in one simulation (hex5 training, B = 512:
+    ~4 trees in 70% of simulations), fewer than the default ladder's smallest slot."""
+    if options.compaction_slots is not None:
+        return options.slots(batch_size)
+    return tuple(sorted({max(batch_size // 64, 1), batch_size // 8}))
+
+
 def _root_update(tree: Tree, state: tuple, root_selection: SelectionCache, *,
-                 slots: tuple[int, ...], kappa: chex.Numeric, options: CuriosityOptions):
+                 kappa: chex.Numeric, options: CuriosityOptions):
     """The root's update, from its incremental cache, for the trees whose path reached
     one of its children (``child [B]``; the root itself: a skipped simulation).
 
     Every such tree updates its root's aggregates for the one child that changed
     (``_incremental_update``, no compaction: almost every tree takes part); the trees
     whose root cannot be updated in place (its grid moved, or it left the fast
-    envelope) are rebuilt in a compacted pass run only when some tree needs it (a
-    batch-wide pass, one copy in the program instead of one per slot size, made hex5
-    training 1.9x slower: rebuilds are frequent there). Returns the state and the new
-    root caches ``[B, ...]``.
+    envelope) are rebuilt in a compacted pass (``_rebuild_slots``) run only when some
+    tree needs it (a batch-wide pass, one copy in the program instead of one per slot
+    size, made hex5 training 1.9x slower: some tree rebuilds in most simulations there).
+    Returns the state and the new root caches ``[B, ...]``.
     """
     child, node_beliefs, visits, proven, scores, lengths, selection = state
     batch = jnp.arange(child.shape[0])
@@ -290,7 +299,7 @@ def _root_update(tree: Tree, state: tuple, root_selection: SelectionCache, *,
 
     def with_rebuilds(root_selection, belief, is_proven, score, length):
         full_belief, full_proven, full_score, full_length, cache = compacted_map(
-            rebuilt, rebuild, batch, child, slots=slots)
+            rebuilt, rebuild, batch, child, slots=_rebuild_slots(options, batch.shape[0]))
         return (keep_where(rebuild, cache, root_selection),
                 *keep_where(rebuild, (full_belief, full_proven, full_score, full_length),
                             (belief, is_proven, score, length)))
@@ -325,9 +334,8 @@ def curiosity_backup(
     meaningful. ``kappa`` may be traced.
     """
     root_apart = isinstance(tree.extra_data, CuriosityExtraData)  # static: the layout
-    slots = options.slots(leaf_index.shape[0])
-    level = functools.partial(_level, tree, slots=slots, kappa=kappa, options=options,
-                              root_apart=root_apart)
+    level = functools.partial(_level, tree, slots=options.slots(leaf_index.shape[0]),
+                              kappa=kappa, options=options, root_apart=root_apart)
     extras = tree.node_extras
     state = (jnp.asarray(leaf_index, jnp.int32), extras.belief, tree.node_visits, extras.proven,
              extras.proven_score, extras.proven_length, extras.selection)
@@ -336,7 +344,7 @@ def curiosity_backup(
     extra_data = tree.extra_data
     if root_apart:
         state, root_selection = _root_update(tree, state, extra_data.root_selection,
-                                             slots=slots, kappa=kappa, options=options)
+                                             kappa=kappa, options=options)
         extra_data = extra_data.replace(root_selection=root_selection)
     _, node_beliefs, visits, proven, scores, lengths, selection = state
     values = jnp.where(visits > 0, beliefs.to_value(node_beliefs), 0.0).astype(
