@@ -32,6 +32,7 @@ from curiosity_search.curiosity.policy import (
     CuriosityPolicyOutput,
     children_beliefs,
     curiosity_policy,
+    curiosity_root_selection,
     curiosity_selection,
 )
 
@@ -47,6 +48,7 @@ __all__ = [
     "best_arm_probability",
     "children_beliefs",
     "curiosity_policy",
+    "curiosity_root_selection",
     "curiosity_selection",
     "prove",
 ]

@@ -7,16 +7,16 @@ network gives, per evaluated node, a value belief V ``[K]`` and action beliefs Q
 a parent reads an unexpanded child ``a`` as ``Q_a`` and an expanded child as its
 search belief seen from the parent's side (``CuriosityOptions.to_parent``).
 
-- Selection (``curiosity_selection``): one action drawn from P(a is best) over the
-  node's *unresolved* legal children (one uniform per step, no Gamma or Beta draws),
-  equivalent to drawing one score per child and taking the argmax. The distribution
-  only changes when a backup passes through the node, so the backup keeps it in the
-  node's ``selection_cache.SelectionCache`` (with ``pbest_updates="incremental"`` the
-  root's holds the fast kernel's aggregates, updated for the one child that changed,
-  in ``tree.extra_data``) and selection reads it in O(A + G): a two-stage inverse-CDF
-  draw (``beliefs.stage_index``, then one table row). A new
-  node's distribution over its Q_a priors is computed lazily, when a descent first
-  stops on it (the kernel's ``prepare_fn``).
+- Selection (``curiosity_selection``; at the root ``curiosity_root_selection``): one
+  action drawn from P(a is best) over the node's *unresolved* legal children (one
+  uniform per step, no Gamma or Beta draws), equivalent to drawing one score per child
+  and taking the argmax. The distribution only changes when a backup passes through
+  the node, so the backup keeps it in the node's ``selection_cache.SelectionCache``
+  (with ``pbest_updates="incremental"`` the root's holds the fast kernel's aggregates,
+  updated for the one child that changed, in ``tree.extra_data``) and selection reads
+  it in O(A + G): a two-stage inverse-CDF draw (``beliefs.stage_index``, then one
+  table row). A new node's distribution over its Q_a priors is computed lazily, when a
+  descent first stops on it (the kernel's ``prepare_fn``).
 - Backup (``backup.curiosity_backup``): pi = P(best) over the children, the pi-mixture,
   ``C = (1 - gamma) V + gamma Qbar``, ``gamma = n / (kappa + n)``.
 - Proofs, exact facts: a terminal node is proven at expansion; a child proven won
@@ -122,18 +122,24 @@ def curiosity_selection(
     unresolved legal children, ``[]`` int32.
 
     Reads the node's ``SelectionCache`` (kept current by the backup and by
-    ``fill_prior_best``; at the root, ``tree.extra_data.root_selection`` when the root
-    keeps the incremental layout): one uniform and a two-stage inverse-CDF draw,
-    O(A + G). Use with ``selection_rng="per_simulation"``: the draw at ``depth`` uses
-    ``u = uniform(fold_in(rng_key, depth))`` (root: depth 0).
+    ``fill_prior_best``): one uniform and a two-stage inverse-CDF draw, O(A + G). Use with
+    ``selection_rng="per_simulation"``: the draw at ``depth`` uses ``u =
+    uniform(fold_in(rng_key, depth))`` (root: depth 0).
     """
     uniform = jax.random.uniform(jax.random.fold_in(rng_key, depth))
-    node_cache = jax.tree_util.tree_map(lambda x: x[node_index], tree.node_extras.selection)
-    action = _draw(node_cache, uniform)
-    if isinstance(tree.extra_data, CuriosityExtraData):  # static: the search's layout
-        root_action = _draw(tree.extra_data.root_selection, uniform)
-        action = jnp.where(node_index == ROOT_INDEX, root_action, action)
-    return action
+    return _draw(jax.tree_util.tree_map(lambda x: x[node_index], tree.node_extras.selection),
+                 uniform)
+
+
+def curiosity_root_selection(rng_key: chex.PRNGKey, tree: Tree,
+                             node_index: chex.Array) -> chex.Array:
+    """The root's Thompson selection, ``[]`` int32: ``curiosity_selection`` at depth 0,
+    reading ``tree.extra_data.root_selection`` when the root keeps the incremental
+    layout (``nodes.CuriosityExtraData``; the choice is static, the tree's structure)."""
+    if isinstance(tree.extra_data, CuriosityExtraData):
+        return _draw(tree.extra_data.root_selection,
+                     jax.random.uniform(jax.random.fold_in(rng_key, 0)))
+    return curiosity_selection(rng_key, tree, node_index, 0)
 
 
 def _draw(cache, uniform: chex.Array) -> chex.Array:
@@ -212,7 +218,7 @@ def curiosity_policy(
         search_key,
         root=kernel_root,
         recurrent_fn=wrap_recurrent_fn(recurrent_fn, options),
-        root_action_selection_fn=curiosity_selection,
+        root_action_selection_fn=curiosity_root_selection,
         interior_action_selection_fn=curiosity_selection,
         num_simulations=num_simulations,
         max_depth=max_depth,
