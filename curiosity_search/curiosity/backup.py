@@ -150,8 +150,8 @@ def _incremental_update(tree: Tree, cache: SelectionCache, node_beliefs, visits,
                         options: CuriosityOptions):
     """The root's new state from its cached aggregates and the one child that changed
     (``selection_cache.update_incremental``): ``(belief, proven, score, length, weights
-    [S, W], aggregates, table column [S, W], logs column [S, W], arm [S], arm_belief
-    [S, K], arm_valid [S], ok [S])``; where not ``ok`` the caller uses
+    [S, W], aggregates, table column [S, W], logs column [S, W], arm_belief [S, K],
+    arm_valid [S], ok [S])``; where not ``ok`` the caller uses
     ``_rebuilt_update`` instead. ``cache``: the root's selection caches ``[S, ...]``
     with ``table`` and ``logs`` holding only the changed child's columns ``[S, W]``."""
     kids = _children(tree, node_beliefs, proven, scores, lengths, tree_index, child, options)
@@ -165,7 +165,7 @@ def _incremental_update(tree: Tree, cache: SelectionCache, node_beliefs, visits,
     # A proven root is never selected from again: its cache need not be rebuilt. A root
     # proven now takes its exact belief's total from the fresh mixture (_rebuilt_update).
     already = proven[tree_index, kids["parent"]]
-    return (belief, is_proven, score, length, weights, aggregates, column, log_column, arm,
+    return (belief, is_proven, score, length, weights, aggregates, column, log_column,
             kids["beliefs"][rows, arm], valid[rows, arm], (ok & ~is_proven) | already)
 
 
@@ -271,11 +271,10 @@ def _root_update(tree: Tree, state: tuple, root_selection: SelectionCache, *,
     arm = jnp.maximum(tree.action_from_parent[batch, child], 0)
     cache = root_selection.replace(table=root_selection.table[batch, :, arm],
                                    logs=root_selection.logs[batch, :, arm])
-    (belief, is_proven, score, length, weights, aggregates, column, log_column, arm,
-     arm_belief, arm_valid, ok) = _incremental_update(small, cache, *arrays, batch, child,
-                                                      kappa=kappa, options=options)
+    (belief, is_proven, score, length, weights, aggregates, column, log_column, arm_belief,
+     arm_valid, ok) = _incremental_update(small, cache, *arrays, batch, child, kappa=kappa,
+                                          options=options)
     in_place = active & ok
-    arm = jnp.maximum(arm, 0)
 
     def keep_where(mask, new, old):
         return jax.tree_util.tree_map(

@@ -30,8 +30,8 @@ stage's distributions over the children. Two layouts:
   rebuilds it).
 
 Why only the root: every backup ends at the root, and in a wide search (A above the
-simulation count) nearly all of them stop there (2,048 of 2,168 node updates at
-B = 64, 32 simulations on 11x11 Hex); an incremental cache costs ``2 W A`` floats per
+simulation count) it takes most of the work (2,048 of the 2,283 P(best) rows a search
+needs at B = 64, 32 simulations on 11x11 Hex); an incremental cache costs ``2 W A`` floats per
 node, which for every node of every tree (``[B, N, W, A]``) cost more memory traffic
 than it saved (results/bench/README.md). The root's cache lives in
 ``tree.extra_data`` (``nodes.CuriosityExtraData``), one per tree.
