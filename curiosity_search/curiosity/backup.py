@@ -145,18 +145,18 @@ def _full_update(tree: Tree, node_beliefs, visits, proven, scores, lengths, tree
     return settled + (from_probability(selection),)
 
 
-def _incremental_update(tree: Tree, cache: SelectionCache, node_beliefs, visits, proven,
-                        scores, lengths, tree_index, child, *, kappa: chex.Numeric,
-                        options: CuriosityOptions):
+def _incremental_update(tree: Tree, cache: SelectionCache, arm: chex.Array, node_beliefs,
+                        visits, proven, scores, lengths, tree_index, child, *,
+                        kappa: chex.Numeric, options: CuriosityOptions):
     """The root's new state from its cached aggregates and the one child that changed
     (``selection_cache.update_incremental``): ``(belief, proven, score, length, weights
     [S, W], aggregates, table column [S, W], logs column [S, W], arm_belief [S, K],
     arm_valid [S], ok [S])``; where not ``ok`` the caller uses
     ``_rebuilt_update`` instead. ``cache``: the root's selection caches ``[S, ...]``
-    with ``table`` and ``logs`` holding only the changed child's columns ``[S, W]``."""
+    with ``table`` and ``logs`` holding only the changed child's columns ``[S, W]``;
+    ``arm [S]``: that child's action."""
     kids = _children(tree, node_beliefs, proven, scores, lengths, tree_index, child, options)
     valid = ~kids["invalid"] & ~kids["proven"]
-    arm = tree.action_from_parent[tree_index, child]
     weights, aggregates, column, log_column, mixture, ok = update_incremental(
         cache, arm, kids["beliefs"], valid, options.grid_size)
     belief, is_proven, score, length = _settle(tree, node_beliefs, visits, proven, scores,
@@ -268,12 +268,12 @@ def _root_update(tree: Tree, state: tuple, root_selection: SelectionCache, *,
     visits = visits.at[batch, root_at].add(1, mode="drop")
     arrays = (node_beliefs, visits, proven, scores, lengths)
     small = _without_tables(tree)
-    arm = jnp.maximum(tree.action_from_parent[batch, child], 0)
+    arm = jnp.maximum(tree.action_from_parent[batch, child], 0)  # skipped: 0, never written
     cache = root_selection.replace(table=root_selection.table[batch, :, arm],
                                    logs=root_selection.logs[batch, :, arm])
     (belief, is_proven, score, length, weights, aggregates, column, log_column, arm_belief,
-     arm_valid, ok) = _incremental_update(small, cache, *arrays, batch, child, kappa=kappa,
-                                          options=options)
+     arm_valid, ok) = _incremental_update(small, cache, arm, *arrays, batch, child,
+                                          kappa=kappa, options=options)
     in_place = active & ok
 
     def keep_where(mask, new, old):
@@ -284,9 +284,9 @@ def _root_update(tree: Tree, state: tuple, root_selection: SelectionCache, *,
     root_selection = root_selection.replace(
         weights=keep_where(in_place, weights, root_selection.weights),
         table=root_selection.table.at[batch, :, arm].set(
-            keep_where(in_place, column, root_selection.table[batch, :, arm])),
+            keep_where(in_place, column, cache.table)),
         logs=root_selection.logs.at[batch, :, arm].set(
-            keep_where(in_place, log_column, root_selection.logs[batch, :, arm])),
+            keep_where(in_place, log_column, cache.logs)),
         aggregates=keep_where(in_place, aggregates, root_selection.aggregates),
         arms=root_selection.arms.at[batch, arm].set(
             keep_where(in_place, arm_belief, root_selection.arms[batch, arm])),
