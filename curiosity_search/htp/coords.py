@@ -4,11 +4,15 @@ pgx action ``r * size + c`` is the HTP cell ``chr(ord('a') + c)`` followed by th
 number ``r + 1`` (``a1`` is action 0, ``b1`` action 1, ``a2`` action ``size``). pgx's first
 player is HTP ``black`` and joins the top row to the bottom row, as in MoHex and HexGui.
 The swap move (action ``size * size``) is written ``swap-pieces`` (MoHex) or ``swap``.
+The cell names themselves are ``curiosity_search.envs.hex``'s; this module adds HTP's
+swap names, its stricter parsing and ``CoordinateError``.
 """
 
 from __future__ import annotations
 
 import re
+
+from curiosity_search.envs import hex as hex_env
 
 BLACK = "black"
 WHITE = "white"
@@ -47,26 +51,24 @@ def cell_to_action(cell: str, size: int, *, swap: bool = False) -> int:
         if not swap:
             raise CoordinateError(f"swap move {cell!r} is not allowed: this game has no swap rule")
         return size * size
-    match = _CELL_RE.match(text)
-    if match is None:
+    if _CELL_RE.match(text) is None:
         raise CoordinateError(f"invalid cell {cell!r}; expected a letter and a number like a1")
-    col = ord(match.group(1)) - ord("a")
-    row = int(match.group(2)) - 1
-    if not (0 <= col < size and 0 <= row < size):
+    try:
+        return hex_env.cell_to_action(text, size)
+    except ValueError:
         last = chr(ord("a") + size - 1)
-        raise CoordinateError(f"cell {cell!r} is off the {size}x{size} board (a1..{last}{size})")
-    return row * size + col
+        raise CoordinateError(
+            f"cell {cell!r} is off the {size}x{size} board (a1..{last}{size})") from None
 
 
 def action_to_cell(action: int, size: int) -> str:
     """Formats a pgx action as an HTP cell; action ``size * size`` is ``swap-pieces``."""
-    action = int(action)
-    if action == size * size:
+    if int(action) == size * size:
         return SWAP_NAMES[0]
-    if not 0 <= action < size * size:
-        raise CoordinateError(f"action {action} is outside a {size}x{size} board")
-    row, col = divmod(action, size)
-    return f"{chr(ord('a') + col)}{row + 1}"
+    try:
+        return hex_env.action_to_cell(action, size)
+    except ValueError:
+        raise CoordinateError(f"action {action} is outside a {size}x{size} board") from None
 
 
 def check_size(size: int) -> int:
