@@ -1,9 +1,13 @@
 """Matches between two players over both colours, with Wilson intervals, into CSV tables.
 
-``play_match`` plays N games of two ``JaxPlayer``s in one jitted ``lax.while_loop``:
-the first half of the games player A moves first, the second half player B does, and
-game i of one half starts from the same (optionally randomized) opening as game i of
-the other half, so that colour and opening luck cancel. ``play_host_match`` plays the
+``play_match`` plays N games of two ``JaxPlayer``s as one batch: the first half of the
+games player A moves first, the second half player B does, and game i of one half
+starts from the same (optionally randomized) opening as game i of the other half, so
+that colour and opening luck cancel. The move loop runs on the host over compiled
+pieces, each player compiled on its own (``_compiled_player``): a network search is
+compiled once and reused against every opponent (one program per player pair
+compiled the search again for each: ~150 s per extra opponent for curiosity's search
+on 2 CPU cores), at the cost of one device-to-host read per move. ``play_host_match`` plays the
 same schedule one game at a time on the host, for HTP programs. ``run_match`` picks.
 """
 
@@ -18,6 +22,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from curiosity_search.eval.host_match import play_host_match
 from curiosity_search.eval.match_result import MatchResult, summarize
@@ -31,18 +36,36 @@ def _tile_pairs(x: Array, games: int) -> Array:
     return jnp.concatenate([x, x], axis=0)[:games]
 
 
+@functools.lru_cache(maxsize=64)
+def _compiled_player(apply: ApplyFn) -> Any:
+    """``jax.jit(apply)``, one per player function: a player (a network search, the
+    solver) compiles once per batch shape and every match it plays reuses the program,
+    whoever the opponent is."""
+    return jax.jit(apply)
+
+
 @functools.lru_cache(maxsize=32)
-def _match_fn(
-    apply_a: ApplyFn, apply_b: ApplyFn, env: Any, games: int, opening_moves: int, max_moves: int
-) -> Any:
-    """The jitted ``play(key, params_a, params_b) -> (returns_a [G], a_first [G], illegal_a,
-    illegal_b, truncated)``, cached so that new params reuse the compiled program."""
+def _match_steps(env: Any, games: int, opening_moves: int, max_moves: int) -> tuple[Any, Any]:
+    """The match's own jitted pieces, the players left out: ``start(key) -> (carry, key_a,
+    key_b, done)`` (the paired openings) and ``advance(carry, action_a, action_b) ->
+    (carry, key_a, key_b, done)`` (one move of every game).
+
+    ``carry = (states, a_id, returns_a [G], illegal_a, illegal_b, key, moves)``;
+    ``key_a, key_b`` are the players' keys for the next move and ``done`` (a scalar) says
+    that every game has ended or the move cap is reached.
+    """
     pairs = (games + 1) // 2
     num_actions = env.num_actions
     step = jax.vmap(env.step)
     rows = jnp.arange(games)
 
-    def play(key: Array, params_a: Any, params_b: Any) -> tuple:
+    def next_move(states: Any, a_id: Array, returns_a: Array, illegal_a: Array,
+                  illegal_b: Array, key: Array, moves: Array) -> tuple:
+        key, key_a, key_b = jax.random.split(key, 3)
+        done = ~(jnp.any(~states.terminated) & (moves < max_moves))
+        return (states, a_id, returns_a, illegal_a, illegal_b, key, moves), key_a, key_b, done
+
+    def start(key: Array) -> tuple:
         init_key, opening_key, loop_key = jax.random.split(key, 3)
         states = jax.vmap(env.init)(_tile_pairs(jax.random.split(init_key, pairs), games))
         a_first = rows < pairs
@@ -54,31 +77,21 @@ def _match_fn(
             action = jnp.argmax(jnp.where(states.legal_action_mask, noise, -jnp.inf), axis=-1)
             states = step(states, action)
             returns_a = returns_a + states.rewards[rows, a_id]
-
-        def cond(carry: tuple) -> Array:
-            states, _, _, _, _, moves = carry
-            return jnp.any(~states.terminated) & (moves < max_moves)
-
-        def body(carry: tuple) -> tuple:
-            states, returns_a, illegal_a, illegal_b, key, moves = carry
-            key, key_a, key_b = jax.random.split(key, 3)
-            a_moves = states.current_player == a_id
-            action_a = apply_a(params_a, key_a, states)
-            action = jnp.where(a_moves, action_a, apply_b(params_b, key_b, states))
-            illegal = ~states.legal_action_mask[rows, action] & ~states.terminated
-            illegal_a = illegal_a + jnp.sum(illegal & a_moves)
-            illegal_b = illegal_b + jnp.sum(illegal & ~a_moves)
-            states = step(states, action)
-            returns_a = returns_a + states.rewards[rows, a_id]
-            return states, returns_a, illegal_a, illegal_b, key, moves + 1
-
         zero = jnp.int32(0)
-        carry = (states, returns_a, zero, zero, loop_key, zero)
-        states, returns_a, illegal_a, illegal_b, _, _ = jax.lax.while_loop(cond, body, carry)
-        truncated = jnp.sum(~states.terminated)
-        return returns_a, a_first, illegal_a, illegal_b, truncated
+        return next_move(states, a_id, returns_a, zero, zero, loop_key, zero)
 
-    return jax.jit(play)
+    def advance(carry: tuple, action_a: Array, action_b: Array) -> tuple:
+        states, a_id, returns_a, illegal_a, illegal_b, key, moves = carry
+        a_moves = states.current_player == a_id
+        action = jnp.where(a_moves, action_a, action_b)
+        illegal = ~states.legal_action_mask[rows, action] & ~states.terminated
+        illegal_a = illegal_a + jnp.sum(illegal & a_moves)
+        illegal_b = illegal_b + jnp.sum(illegal & ~a_moves)
+        states = step(states, action)
+        returns_a = returns_a + states.rewards[rows, a_id]
+        return next_move(states, a_id, returns_a, illegal_a, illegal_b, key, moves + 1)
+
+    return jax.jit(start), jax.jit(advance)
 
 
 def play_match(
@@ -91,7 +104,7 @@ def play_match(
     opening_moves: int = 0,
     max_moves: int | None = None,
 ) -> MatchResult:
-    """Plays ``num_games`` games of A vs B in one jitted loop, half with each colour.
+    """Plays ``num_games`` games of A vs B as one batch, half with each colour.
 
     Args:
       key: PRNG key.
@@ -109,10 +122,19 @@ def play_match(
     if opening_moves < 0:
         raise ValueError(f"opening_moves={opening_moves}; allowed: >= 0")
     max_moves = int(max_moves or 4 * env.num_actions + 16)
-    play = _match_fn(player_a.apply, player_b.apply, env, num_games, opening_moves, max_moves)
+    start_games, advance = _match_steps(env, num_games, opening_moves, max_moves)
+    act_a, act_b = _compiled_player(player_a.apply), _compiled_player(player_b.apply)
     start = time.perf_counter()
-    outputs = play(key, player_a.params, player_b.params)
-    returns_a, a_first, illegal_a, illegal_b, truncated = jax.device_get(outputs)
+    carry, key_a, key_b, done = start_games(key)
+    while not bool(done):
+        states = carry[0]
+        action_a = act_a(player_a.params, key_a, states)
+        action_b = act_b(player_b.params, key_b, states)
+        carry, key_a, key_b, done = advance(carry, action_a, action_b)
+    states, _, returns_a, illegal_a, illegal_b, _, _ = carry
+    returns_a, illegal_a, illegal_b, truncated = jax.device_get(
+        (returns_a, illegal_a, illegal_b, jnp.sum(~states.terminated)))
+    a_first = np.arange(num_games) < (num_games + 1) // 2
     return summarize(
         player_a.name,
         player_b.name,
