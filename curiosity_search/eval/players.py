@@ -1,8 +1,8 @@
 """Players for evaluation: random, rollout MCTS, exact solver, network checkpoints, HTP.
 
 A ``JaxPlayer`` maps a batch of env states to actions with a pure, jittable
-``act(key, states) -> actions [B]``; the arena plays many games of two such players in
-one compiled loop. An ``HtpPlayer`` (``htp.client``) is an external program driven
+``act(key, states) -> actions [B]``; the arena plays many games of two such players as
+one batch, each player compiled once. An ``HtpPlayer`` (``htp.client``) is an external program driven
 over the Hex Text Protocol; it lives on the host and plays games one at a time.
 
 Player specs, the strings that name these players, are parsed by
@@ -38,7 +38,7 @@ class JaxPlayer:
       name: the player's spec or label, used in result tables.
       apply: ``apply(params, key, states) -> actions [B] int32`` for a batch of B env
         states; pure and jittable. Keeping ``params`` apart lets the arena pass them as
-        arguments (not baked-in constants) and reuse one compiled match across
+        arguments (not baked-in constants) and reuse one compiled player across
         checkpoints of the same network.
       params: a pytree (network weights, solver tables) or ``()``.
     """
