@@ -2,8 +2,9 @@
 
 A ``JaxPlayer`` maps a batch of env states to actions with a pure, jittable
 ``act(key, states) -> actions [B]``; the arena plays many games of two such players as
-one batch, each player compiled once. An ``HtpPlayer`` (``htp.client``) is an external program driven
-over the Hex Text Protocol; it lives on the host and plays games one at a time.
+one batch, each player compiled once. An ``HtpPlayer`` (``htp.client``) is an external
+program driven over the Hex Text Protocol; it lives on the host and plays games one at a
+time.
 
 Player specs, the strings that name these players, are parsed by
 ``player_specs.parse_player``.
