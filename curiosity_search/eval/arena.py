@@ -7,8 +7,9 @@ that colour and opening luck cancel. The move loop runs on the host over compile
 pieces, each player compiled on its own (``_compiled_player``): a network search is
 compiled once and reused against every opponent (one program per player pair
 compiled the search again for each: ~150 s per extra opponent for curiosity's search
-on 2 CPU cores), at the cost of one device-to-host read per move. ``play_host_match`` plays the
-same schedule one game at a time on the host, for HTP programs. ``run_match`` picks.
+on 2 CPU cores), at the cost of one device-to-host read per move.
+``play_host_match`` plays the same schedule one game at a time on the host, for HTP
+programs. ``run_match`` picks.
 """
 
 from __future__ import annotations
