@@ -37,6 +37,7 @@ from curiosity_search.curiosity import (
     BeliefRootFnOutput,
     curiosity_policy,
 )
+from curiosity_search.nets.belief_head import BeliefBounds, split_belief_outputs
 from curiosity_search.search import policies
 from curiosity_search.search.base import RecurrentFnOutput, RootFnOutput
 from curiosity_search.search.tree import tree_nbytes
@@ -140,12 +141,13 @@ def make_hex_belief_model(hidden: int = 64, seed: int = 0):
     """``make_hex_model`` plus belief heads, for ``curiosity_policy``.
 
     The same MLP (identical parameters for the same seed) with two more linear heads on
-    its last hidden layer, bounded as the project's belief heads
-    (``nets.belief_head``: a softmax mean floored at 1e-3 times a total concentration
-    ``1 + 15 sigmoid(t)``): a Beta value belief ``[B, 2]`` and per-action Beta beliefs
-    ``[B, A, 2]`` (random weights: totals ~2..16). Returns ``(params, root_fn,
-    recurrent_fn)``; root_fn(params, key, batch_size) -> (BeliefRootFnOutput,
-    invalid_actions [B, A]); recurrent_fn returns ``BeliefRecurrentFnOutput``.
+    its last hidden layer, read as the project's belief heads read theirs
+    (``nets.belief_head.split_belief_outputs``: a softmax mean floored at 1e-3 times a
+    total concentration ``1 + 15 sigmoid(t)``): a Beta value belief ``[B, 2]`` and
+    per-action Beta beliefs ``[B, A, 2]`` (random weights: totals ~2..16). Returns
+    ``(params, root_fn, recurrent_fn)``; root_fn(params, key, batch_size) ->
+    (BeliefRootFnOutput, invalid_actions [B, A]); recurrent_fn returns
+    ``BeliefRecurrentFnOutput``.
 
     Per evaluation this is ~1.5x the plain model's multiply-adds (the heads are
     hidden x 3 and hidden x 3A on top of 484 x 64 + 64 x 64 + 64 x 123).
@@ -159,18 +161,16 @@ def make_hex_belief_model(hidden: int = 64, seed: int = 0):
         "w_action_beliefs": jax.random.normal(k2, (hidden, 3 * num_actions)) / jnp.sqrt(hidden),
     }
 
-    def bounded(raw):  # [..., 3] -> [..., 2]: mean logits (2) and a concentration logit
-        mean = 1e-3 + (1.0 - 2e-3) * jax.nn.softmax(raw[..., :2], axis=-1)
-        return (1.0 + 15.0 * jax.nn.sigmoid(raw[..., 2:])) * mean
+    bounds = BeliefBounds(floor=1.0, cap=16.0)
 
     def evaluate(params, state):
         logits, value, x = forward(params, state)
         return {
             "prior_logits": logits,
             "value": value,
-            "value_belief": bounded(x @ params["w_value_belief"]),
-            "action_beliefs": bounded(
-                (x @ params["w_action_beliefs"]).reshape(-1, num_actions, 3)),
+            "value_belief": split_belief_outputs(x @ params["w_value_belief"], 1, 2, bounds)[:, 0],
+            "action_beliefs": split_belief_outputs(
+                x @ params["w_action_beliefs"], num_actions, 2, bounds),
         }
 
     return _search_model(env, params, evaluate, BeliefRootFnOutput, BeliefRecurrentFnOutput)
