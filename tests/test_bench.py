@@ -6,7 +6,7 @@ import math
 
 from train_fixtures import tiny_config
 
-from curiosity_search.bench.train import bench_train
+from curiosity_search.bench.train import bench_train, compare_train
 
 
 def test_bench_train_reports_the_loop_and_the_phases():
@@ -23,3 +23,22 @@ def test_bench_train_reports_the_loop_and_the_phases():
     expected = positions / (row["iteration_seconds"] + row["host_seconds"])
     assert math.isclose(row["positions_per_sec"], expected, rel_tol=0.01, abs_tol=0.1)
     assert 0 < row["selfplay_fraction"] < 1
+
+
+def test_compare_train_alternates_abba_and_divides_by_the_baseline_mean():
+    ran = []
+
+    def fake_bench(cfg, repeats):
+        ran.append((cfg, repeats))
+        rate = {"mine": 30.0, "base": 100.0 + 20.0 * len(ran)}[cfg]
+        return {"config": cfg, "positions_per_sec": rate}
+
+    rows = compare_train("mine", "base", repeats=5, rounds=3, bench=fake_bench)
+    assert [cfg for cfg, _ in ran] == ["base", "mine", "mine", "base", "base", "mine"]
+    assert all(repeats == 5 for _, repeats in ran)
+    assert [(row["role"], row["round"]) for row in rows] == [
+        ("baseline", 0), ("config", 0), ("config", 1), ("baseline", 1), ("baseline", 2),
+        ("config", 2)]
+    baseline_mean = (120.0 + 180.0 + 200.0) / 3
+    assert rows[1]["positions_per_sec_vs_baseline"] == round(30.0 / baseline_mean, 3)
+    assert rows[0]["positions_per_sec_vs_baseline"] == round(120.0 / baseline_mean, 3)

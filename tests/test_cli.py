@@ -89,6 +89,20 @@ def test_bench_validates_config(calls, capsys):
     assert "did you mean 'search'?" in capsys.readouterr().err
 
 
+def test_bench_train_baseline(calls, capsys):
+    argv = ["bench", "train", "--config", "configs/hex5_curiosity.yaml", "--set",
+            "search.pbest_updates=incremental", "--baseline", "configs/hex5_gumbel.yaml",
+            "--rounds", "4"]
+    assert cli.main(argv) == 0
+    args = calls[-1][1]
+    assert args.cfg.search.rule == "curiosity" and args.cfg.search.pbest_updates == "incremental"
+    assert args.baseline_cfg.search.rule == "gumbel" and args.rounds == 4
+    assert cli.main(["bench", "search", "--baseline", "configs/hex5_gumbel.yaml"]) == 2
+    assert "applies to 'bench train' only" in capsys.readouterr().err
+    assert cli.main(["bench", "train", "--baseline", "nowhere.yaml"]) == 2
+    assert "nowhere.yaml" in capsys.readouterr().err
+
+
 def test_parsed_arguments(calls):
     assert cli.main(["sweep", "s.yaml", "--dry-run", "--shard", "1/4", "--jobs", "2"]) == 0
     args = calls[-1][1]

@@ -4,8 +4,10 @@
 (``bench.search.bench_search``) and writes ``results/bench/search_<device>.csv``.
 ``bench train`` times one compiled training iteration (self-play moves + updates) for
 the given config, with its network evaluations/s and FLOP/s, and appends a row to
-``results/bench/train_<device>.csv``. Both print ratios
-measured side by side in one process: compare rows of one run, never across machines.
+``results/bench/train_<device>.csv``; with a baseline config (``--baseline``) it times
+both in one process, in alternating rounds (``compare_train``), and adds each row's
+positions/s over the baseline's. Both print ratios measured side by side in one
+process: compare rows of one run, never across machines.
 """
 
 from __future__ import annotations
@@ -191,17 +193,59 @@ def bench_train(cfg: Any, repeats: int = 3) -> dict[str, Any]:
     }
 
 
-def run_train_bench(cfg: Any, *, repeats: int = 3, out: str | Path | None = None) -> Path:
+def compare_train(cfg: Any, baseline: Any, *, repeats: int = 3, rounds: int = 2,
+                  bench: Callable[..., dict[str, Any]] = bench_train) -> list[dict[str, Any]]:
+    """Times ``cfg`` and ``baseline`` side by side in this process: ``rounds`` rounds of
+    one ``bench_train`` each, in the order baseline, config, then config, baseline, and
+    so on (ABBA, so that a machine that drifts slower or faster favours neither).
+
+    Returns the rows in the order they ran, each ``bench_train``'s with three columns in
+    front: ``role`` (``"config"`` or ``"baseline"``), ``round`` (0-based) and
+    ``positions_per_sec_vs_baseline``: the row's positions/s over the mean of the
+    baseline rows' (1 for the mean baseline row itself). ``bench`` is the timer, a
+    parameter so that tests can count calls."""
+    if rounds < 1:
+        raise ValueError(f"rounds must be >= 1, got {rounds}")
+    timed: list[tuple[str, int, dict[str, Any]]] = []
+    for round_index in range(rounds):
+        order = ("baseline", "config") if round_index % 2 == 0 else ("config", "baseline")
+        for role in order:
+            row = bench(cfg if role == "config" else baseline, repeats=repeats)
+            timed.append((role, round_index, row))
+    baseline_rates = [row["positions_per_sec"] for role, _, row in timed if role == "baseline"]
+    baseline_rate = sum(baseline_rates) / len(baseline_rates)
+    return [{"role": role, "round": round_index,
+             "positions_per_sec_vs_baseline": round(row["positions_per_sec"] / baseline_rate, 3),
+             **row} for role, round_index, row in timed]
+
+
+def run_train_bench(cfg: Any, *, repeats: int = 3, out: str | Path | None = None,
+                    baseline: Any = None, rounds: int = 2) -> Path:
     """``curiosity-search bench train``: times one training iteration of ``cfg``
     (``bench_train``), prints the row and appends it to ``out`` (default
-    ``results/bench/train_<device>.csv``); returns the CSV's path."""
+    ``results/bench/train_<device>.csv``); returns the CSV's path. With a ``baseline``
+    config it times both side by side (``compare_train``, ``rounds`` rounds), prints
+    the ratio of the mean positions/s and appends every row to ``out`` (default
+    ``results/bench/train_compare_<device>.csv``)."""
     from curiosity_search.eval.arena import append_csv
 
     device = jax.devices()[0].platform
-    row = bench_train(cfg, repeats=repeats)
-    for key, value in row.items():
-        print(f"{key:>28s}: {value}")
-    path = Path(out) if out is not None else DEFAULT_OUT_DIR / f"train_{device}.csv"
-    append_csv(path, [row])
+    if baseline is None:
+        rows = [bench_train(cfg, repeats=repeats)]
+        default_name = f"train_{device}.csv"
+    else:
+        rows = compare_train(cfg, baseline, repeats=repeats, rounds=rounds)
+        default_name = f"train_compare_{device}.csv"
+    for row in rows:
+        for key, value in row.items():
+            print(f"{key:>30s}: {value}")
+        print()
+    if baseline is not None:
+        mine = [row["positions_per_sec_vs_baseline"] for row in rows if row["role"] == "config"]
+        names = f"{cfg.name or 'config'} vs {baseline.name or 'baseline'}"
+        print(f"{names}: positions/s ratio {sum(mine) / len(mine):.3f} "
+              f"(rounds: {', '.join(f'{ratio:.3f}' for ratio in mine)})")
+    path = Path(out) if out is not None else DEFAULT_OUT_DIR / default_name
+    append_csv(path, rows)
     print(f"appended to {path}")
     return path
