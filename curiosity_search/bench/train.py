@@ -202,7 +202,7 @@ def compare_train(cfg: Any, baseline: Any, *, repeats: int = 3, rounds: int = 2,
     Returns the rows in the order they ran, each ``bench_train``'s with three columns in
     front: ``role`` (``"config"`` or ``"baseline"``), ``round`` (0-based) and
     ``positions_per_sec_vs_baseline``: the row's positions/s over the mean of the
-    baseline rows' (1 for the mean baseline row itself). ``bench`` is the timer, a
+    baseline rows' (the baseline rows' own values average 1). ``bench`` is the timer, a
     parameter so that tests can count calls."""
     if rounds < 1:
         raise ValueError(f"rounds must be >= 1, got {rounds}")
@@ -230,21 +230,23 @@ def run_train_bench(cfg: Any, *, repeats: int = 3, out: str | Path | None = None
     from curiosity_search.eval.arena import append_csv
 
     device = jax.devices()[0].platform
+    summary = None
     if baseline is None:
         rows = [bench_train(cfg, repeats=repeats)]
         default_name = f"train_{device}.csv"
     else:
         rows = compare_train(cfg, baseline, repeats=repeats, rounds=rounds)
         default_name = f"train_compare_{device}.csv"
+        mine = [row["positions_per_sec_vs_baseline"] for row in rows if row["role"] == "config"]
+        summary = (f"{cfg.name or 'config'} vs {baseline.name or 'baseline'}: positions/s "
+                   f"ratio {sum(mine) / len(mine):.3f} "
+                   f"(rounds: {', '.join(f'{ratio:.3f}' for ratio in mine)})")
     for row in rows:
         for key, value in row.items():
             print(f"{key:>30s}: {value}")
         print()
-    if baseline is not None:
-        mine = [row["positions_per_sec_vs_baseline"] for row in rows if row["role"] == "config"]
-        names = f"{cfg.name or 'config'} vs {baseline.name or 'baseline'}"
-        print(f"{names}: positions/s ratio {sum(mine) / len(mine):.3f} "
-              f"(rounds: {', '.join(f'{ratio:.3f}' for ratio in mine)})")
+    if summary is not None:
+        print(summary)
     path = Path(out) if out is not None else DEFAULT_OUT_DIR / default_name
     append_csv(path, rows)
     print(f"appended to {path}")
