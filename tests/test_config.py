@@ -172,6 +172,11 @@ def test_file_errors(tmp_path):
             "train.warm_start_iterations: 2 needs a search without beliefs",
         ),
         ({"train": {"value_loss": "l1"}}, "train.value_loss: 'l1' is not one of mse, bce"),
+        (
+            {"algorithm": "gumbel", "train": {"action_outcome_loss_weight": 0.25}},
+            "train.action_outcome_loss_weight: 0.25 needs network.action_values true "
+            "(network.action_values is false",
+        ),
     ],
 )
 def test_error_messages(data, message):

@@ -115,6 +115,7 @@ def _lowest_legal_selfplay(num_moves: int, **kwargs):
             policy_kind="visits",
             value_kind="outcome",
             action_beliefs=False,
+            played_actions=kwargs.get("played_actions", False),
         ),
     )
     replay = replay_lib.init_replay(example, 32)
@@ -137,6 +138,15 @@ def test_selfplay_flushes_a_finished_game_with_outcomes():
     actions = np.argmax(np.asarray(replay.data.policy_target[:14]), -1).reshape(2, 7)
     np.testing.assert_array_equal(actions, [list(range(7))] * 2)
     assert np.asarray(records.needs_reset).all() and np.asarray(states.terminated).all()
+
+
+def test_selfplay_records_the_played_moves_when_asked():
+    _, _, replay, _ = _lowest_legal_selfplay(7, played_actions=True)
+    assert int(replay.size) == 14
+    played = np.asarray(replay.data.played_action[:14]).reshape(2, 7)
+    np.testing.assert_array_equal(played, [list(range(7))] * 2)
+    _, _, replay, _ = _lowest_legal_selfplay(7)
+    assert replay.data.played_action is None
 
 
 def test_selfplay_truncated_games_are_draws():
@@ -298,6 +308,35 @@ def test_belief_runs_report_every_term_in_bits_with_the_outcome_auxiliary():
     np.testing.assert_allclose(
         loss, metrics["policy_loss"] + metrics["value_loss"] + 0.5 * metrics["outcome_loss"],
         rtol=1e-5)
+
+
+def test_played_move_outcome_auxiliary_is_the_predictive_nll_of_that_move_in_bits():
+    # Action beliefs Beta(1, 1), Beta(3, 1), Beta(1, 3); move 1 was played, the mover won:
+    # -log2(3/4). The other moves' beliefs get no gradient from it.
+    batch = _belief_batch([[2.0, 2.0]], [False], outcome=[1.0]).replace(
+        played_action=jnp.array([1], jnp.int32))
+    action_beliefs = jnp.array([[[1.0, 1.0], [3.0, 1.0], [1.0, 3.0]]])
+
+    def losses(beliefs):
+        output = _belief_output([[2.0, 2.0]]).replace(action_beliefs=beliefs)
+        return compute_losses(output, batch, policy_weight=0.0, value_weight=0.0,
+                              action_value_weight=0.0, action_outcome_weight=0.25)
+
+    loss, metrics = losses(action_beliefs)
+    np.testing.assert_allclose(metrics["action_outcome_loss"], -math.log2(0.75), rtol=1e-5)
+    np.testing.assert_allclose(loss, 0.25 * metrics["action_outcome_loss"], rtol=1e-5)
+    grad = np.asarray(jax.grad(lambda b: losses(b)[0])(action_beliefs))
+    assert np.all(grad[0, [0, 2]] == 0) and grad[0, 1, 0] < 0 < grad[0, 1, 1]
+    # A lost game under the same belief: -log2(1/4) = 2 bits.
+    lost = compute_losses(_belief_output([[2.0, 2.0]]).replace(action_beliefs=action_beliefs),
+                          batch.replace(outcome=jnp.array([-1.0])), policy_weight=0.0,
+                          value_weight=0.0, action_value_weight=0.0,
+                          action_outcome_weight=1.0)[1]
+    np.testing.assert_allclose(lost["action_outcome_loss"], 2.0, rtol=1e-5)
+    with pytest.raises(ValueError, match="played_action"):
+        compute_losses(_belief_output([[2.0, 2.0]]).replace(action_beliefs=action_beliefs),
+                       batch.replace(played_action=None), policy_weight=0.0,
+                       value_weight=0.0, action_value_weight=0.0, action_outcome_weight=1.0)
 
 
 def test_empty_replay_rows_give_finite_belief_losses_and_gradients():

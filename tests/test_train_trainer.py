@@ -29,7 +29,9 @@ def run(request):
     chex.clear_trace_counter()
     extra = {
         "reinforce": ("search.num_simulations=0",),
-        "curiosity": ("network.value_head=dirichlet",),  # tic-tac-toe has draws
+        # Tic-tac-toe has draws; both outcome auxiliaries on, so that they are compiled.
+        "curiosity": ("network.value_head=dirichlet", "train.outcome_loss_weight=0.5",
+                      "train.action_outcome_loss_weight=0.25"),
     }.get(request.param, ())
     trainer = tiny_trainer(request.param, *extra)
     iteration = jax.jit(chex.assert_max_traces(trainer.iteration, n=1), donate_argnums=0)
@@ -52,6 +54,8 @@ def test_iteration_traces_once_and_metrics_are_finite(run):
     assert last["positions"] == 3 * trainer.batch_size * trainer.selfplay.num_moves
     assert last["updates"] > 0 and last["replay_size"] > 0
     assert last["loss"] > 0 and last["grad_norm"] > 0
+    if trainer.cfg.train.action_outcome_loss_weight > 0:
+        assert last["action_outcome_loss"] > 0 and last["outcome_loss"] > 0
 
 
 def test_selfplay_is_legal_and_resets_finished_games(run):
@@ -71,6 +75,10 @@ def test_selfplay_is_legal_and_resets_finished_games(run):
     assert data.valid.all()
     np.testing.assert_allclose(data.policy_target.sum(-1), 1.0, rtol=1e-5)
     assert not (data.policy_target * ~data.legal_action_mask).any()
+    if data.played_action is not None:
+        rows = np.arange(size)
+        assert data.legal_action_mask[rows, data.played_action].all()
+        assert set(np.unique(data.outcome)) <= {-1.0, 0.0, 1.0}
     if trainer.selfplay.value_target == "outcome":
         assert set(np.unique(data.value_target)) <= {-1.0, 0.0, 1.0}
     else:

@@ -168,6 +168,12 @@ def _check_targets(cfg: Config) -> None:
             f"train.value_target: 'search_belief' needs network.value_head beta or dirichlet "
             f"(network.value_head is {show(cfg.network.value_head)})"
         )
+    if train.action_outcome_loss_weight > 0 and not cfg.network.action_values:
+        raise ConfigError(
+            f"train.action_outcome_loss_weight: {train.action_outcome_loss_weight} needs "
+            f"network.action_values true (network.action_values is "
+            f"{show(cfg.network.action_values)}; allowed: 0 without action values)"
+        )
     if train.value_target == "search_value" and cfg.search.num_simulations == 0:
         raise ConfigError("train.value_target: 'search_value' needs search.num_simulations > 0")
     if train.batch_size > cfg.selfplay.replay_capacity:

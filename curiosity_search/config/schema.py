@@ -138,6 +138,10 @@ class TrainConfig:
     outcome_loss_weight: float = non_negative(
         0.0, "belief heads: auxiliary NLL (bits) of the game outcome under the value belief"
     )
+    action_outcome_loss_weight: float = non_negative(
+        0.0, "curiosity: auxiliary NLL (bits) of the game outcome under the played move's "
+        "action belief (Scacchi's q_outcome_weight)"
+    )
     value_loss: Literal["mse", "bce"] = doc("mse", "scalar value loss; bce on (z+1)/2 (ExIt)")
     regret_loss_weight: float = non_negative(1.0, "rgsc: ranking + regret-value head losses")
     dataset: Literal["online", "batch"] = doc(

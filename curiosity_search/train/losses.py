@@ -23,6 +23,9 @@
       term next to a search-belief target.
 - Action-value beliefs (curiosity): the same per expanded root child (KL to its search
   belief, or the epsilon-interior NLL of its exact result), averaged over them.
+  ``train.action_outcome_loss_weight`` (default 0) adds the outcome NLL under the
+  played move's belief (Scacchi's ``q_outcome_weight``), reported as
+  ``action_outcome_loss``.
 - REINFORCE (algorithm ``reinforce``, no search): ``train.reinforce.reinforce_loss``,
   the played move's log-probability weighted by ``z - v(s)``, plus the value loss.
 - Regret heads (search control, seeds/003), when the batch carries regret targets:
@@ -158,6 +161,7 @@ def compute_losses(
     value_loss_fn: ValueLossFn = mse_value_loss,
     regret_weight: float = 1.0,
     outcome_weight: float = 0.0,
+    action_outcome_weight: float = 0.0,
 ) -> tuple[jax.Array, dict[str, jax.Array]]:
     """Total loss and metrics for network ``output`` on ``batch``.
 
@@ -171,12 +175,14 @@ def compute_losses(
       regret_weight: weight of the regret heads' losses (``add_regret_losses``).
       outcome_weight: belief heads: weight of the outcome auxiliary (needs
         ``batch.outcome`` unless the value target is the outcome itself).
+      action_outcome_weight: weight of the played move's outcome auxiliary (needs
+        ``output.action_beliefs`` and ``batch.played_action``).
 
     Returns:
       ``(loss [], metrics)`` with scalar metrics ``loss``, ``policy_loss`` (bits for a
       belief head, else nats), ``value_loss``, ``value_mse``, ``policy_entropy_bits``,
       ``policy_target_entropy_bits``, and for belief heads ``value_entropy_bits``;
-      ``action_value_loss`` / ``outcome_loss`` when trained.
+      ``action_value_loss`` / ``outcome_loss`` / ``action_outcome_loss`` when trained.
     """
     weights = batch.valid.astype(jnp.float32)  # [N]
     legal = batch.legal_action_mask
@@ -237,6 +243,18 @@ def compute_losses(
             jnp.sum(child_mask), 1.0)
         metrics["action_value_loss"] = action_value_loss
         loss = loss + action_value_weight * action_value_loss
+    if action_outcome_weight > 0:
+        if output.action_beliefs is None or batch.played_action is None:
+            raise ValueError("action_outcome_weight > 0 needs the network's action beliefs "
+                             "and the batch's played_action")
+        played = jnp.take_along_axis(
+            output.action_beliefs.astype(jnp.float32),
+            batch.played_action[:, None, None].astype(jnp.int32), axis=1)[:, 0]  # [N, K]
+        outcome = batch.value_target if batch.outcome is None else batch.outcome
+        action_outcome_loss = _masked_mean(
+            outcome_nll_bits(outcome_probabilities(outcome, played.shape[-1]), played), weights)
+        metrics["action_outcome_loss"] = action_outcome_loss
+        loss = loss + action_outcome_weight * action_outcome_loss
     loss = add_regret_losses(loss, metrics, output, batch, regret_weight)
     metrics["loss"] = loss
     return loss, metrics
@@ -306,6 +324,7 @@ def make_loss_fn(
             value_loss_fn=value_loss_fn,
             regret_weight=regret_weight,
             outcome_weight=getattr(train_cfg, "outcome_loss_weight", 0.0),
+            action_outcome_weight=getattr(train_cfg, "action_outcome_loss_weight", 0.0),
         )
 
     def loss_fn(params: Any, batch: Positions) -> tuple[jax.Array, dict[str, jax.Array]]:

@@ -43,6 +43,8 @@ class Positions:
       outcome: ``[...]`` float32 game outcome ``z`` from the mover's view, filled in
         when the game ends, when a loss needs it besides ``value_target`` (curiosity's
         outcome auxiliary), else ``None``.
+      played_action: ``[...]`` int32, the move played from this position, when a loss
+        needs it (curiosity's played-move outcome auxiliary), else ``None``.
       player: ``[...]`` int32, the player to move.
       valid: ``[...]`` bool, whether the slot holds a real position.
       regret_target: ``[...]`` float32, search control's regret ``R(s)`` (seeds/003), or
@@ -64,6 +66,7 @@ class Positions:
     belief_target_proven: jax.Array | None = None
     action_belief_proven: jax.Array | None = None
     outcome: jax.Array | None = None
+    played_action: jax.Array | None = None
 
 
 def empty_positions(example: Positions, leading_shape: tuple[int, ...]) -> Positions:

@@ -82,6 +82,8 @@ class SelfPlay:
       regrets: record regret targets (``V_selected``, then ``R`` when the game ends).
       outcomes: record each position's game outcome besides its value target
         (``Positions.outcome``, for curiosity's outcome auxiliary loss).
+      played_actions: record each position's played move (``Positions.played_action``,
+        for curiosity's played-move outcome auxiliary loss).
     """
 
     env: Any
@@ -98,6 +100,7 @@ class SelfPlay:
     control: Any = NoControl()
     regrets: bool = False
     outcomes: bool = False
+    played_actions: bool = False
 
     def open_games(self, key: jax.Array, states: Any, ply: jax.Array, fresh: jax.Array) -> tuple:
         """Plays the random openings of the games marked ``fresh [B]``.
@@ -174,6 +177,7 @@ class SelfPlay:
             action_beliefs=self.action_beliefs,
             regrets=self.regrets,
             outcomes=self.outcomes,
+            played_actions=self.played_actions,
         )
 
     def move(

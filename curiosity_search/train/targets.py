@@ -68,6 +68,7 @@ def record_positions(
     action_beliefs: bool,
     regrets: bool = False,
     outcomes: bool = False,
+    played_actions: bool = False,
 ) -> Positions:
     """The ``[B]`` positions just searched, with every target known at search time.
 
@@ -82,6 +83,7 @@ def record_positions(
       regrets: record ``V_selected``, the searched value of the move played, in
         ``regret_target`` (static; ``label_regrets`` turns it into the regret).
       outcomes: record ``outcome`` (0 until ``label_outcomes`` fills it), static.
+      played_actions: record ``action`` as ``played_action``, static.
     """
     if value_kind not in VALUE_TARGETS:
         raise ValueError(f"unknown value target {value_kind!r}; expected one of {VALUE_TARGETS}")
@@ -108,6 +110,7 @@ def record_positions(
         valid=jnp.ones(batch_shape, bool),
         regret_target=selected_value(result, action) if regrets else None,
         outcome=jnp.zeros(batch_shape, jnp.float32) if outcomes else None,
+        played_action=action.astype(jnp.int32) if played_actions else None,
     )
 
 

@@ -402,7 +402,9 @@ def build_trainer(
         ),
         control=make_search_control(cfg.search_control, max_game_length, tree_candidates),
         regrets=bool(getattr(cfg.network, "regret_heads", False)),
-        outcomes=train.outcome_loss_weight > 0 and train.value_target != "outcome",
+        outcomes=(train.outcome_loss_weight > 0 or train.action_outcome_loss_weight > 0)
+        and train.value_target != "outcome",
+        played_actions=train.action_outcome_loss_weight > 0,
     )
     return Trainer(
         cfg=cfg,
