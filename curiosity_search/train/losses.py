@@ -151,6 +151,12 @@ def add_regret_losses(
     return loss + weight * (rank + regression)
 
 
+def _game_outcome(batch: Positions) -> jax.Array:
+    """``[N]`` game outcome ``z`` from the mover's view: ``batch.outcome`` where recorded,
+    else the value target (a run whose value target is the outcome)."""
+    return batch.value_target if batch.outcome is None else batch.outcome
+
+
 def compute_losses(
     output: Any,
     batch: Positions,
@@ -223,9 +229,8 @@ def compute_losses(
         value_loss = _masked_mean(per_position, weights)
         metrics["value_entropy_bits"] = _masked_mean(dirichlet_entropy_bits(belief), weights)
         if outcome_weight > 0:
-            outcome = batch.value_target if batch.outcome is None else batch.outcome
-            outcome_loss = _masked_mean(
-                outcome_nll_bits(outcome_probabilities(outcome, num_outcomes), belief), weights)
+            outcome_loss = _masked_mean(outcome_nll_bits(
+                outcome_probabilities(_game_outcome(batch), num_outcomes), belief), weights)
             metrics["outcome_loss"] = outcome_loss
     metrics["value_loss"] = value_loss
 
@@ -250,9 +255,8 @@ def compute_losses(
         played = jnp.take_along_axis(
             output.action_beliefs.astype(jnp.float32),
             batch.played_action[:, None, None].astype(jnp.int32), axis=1)[:, 0]  # [N, K]
-        outcome = batch.value_target if batch.outcome is None else batch.outcome
-        action_outcome_loss = _masked_mean(
-            outcome_nll_bits(outcome_probabilities(outcome, played.shape[-1]), played), weights)
+        action_outcome_loss = _masked_mean(outcome_nll_bits(
+            outcome_probabilities(_game_outcome(batch), played.shape[-1]), played), weights)
         metrics["action_outcome_loss"] = action_outcome_loss
         loss = loss + action_outcome_weight * action_outcome_loss
     loss = add_regret_losses(loss, metrics, output, batch, regret_weight)
