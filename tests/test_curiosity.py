@@ -247,6 +247,11 @@ def test_fast_pbest_search_runs_and_finds_better_arm(num_outcomes):
         assert np.all(np.isfinite(array))
     np.testing.assert_allclose(out.action_weights.sum(-1), 1.0, atol=1e-5)
     assert np.all(out.action_weights[:, 2] > 0.9) and np.all(out.action == 2)
+    # The returned tree's node values are its final beliefs' values (0 where unvisited).
+    tree = out.search_tree
+    expected = np.where(tree.node_visits > 0, beliefs.to_value(tree.node_extras.belief), 0.0)
+    np.testing.assert_allclose(tree.node_values, expected, atol=1e-6)
+    assert np.all(np.sum(tree.node_visits > 0, axis=-1) >= 3)  # not only the root
 
 
 def test_proven_win_makes_parent_proven_with_draws():

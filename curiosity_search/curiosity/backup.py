@@ -329,8 +329,10 @@ def curiosity_backup(
 
     The leaf's belief was set at expansion (V, or its exact result at a terminal); a
     tree whose ``leaf_index`` is the root (a skipped simulation) is left unchanged.
-    ``node_values`` become ``to_value(belief)`` so the kernel's scalar summaries stay
-    meaningful. ``kappa`` may be traced.
+    ``node_values`` are not touched: nothing in a curiosity search reads them, and
+    ``policy.curiosity_policy`` sets them from the final beliefs once, after the last
+    simulation (``[B, N]`` each simulation cost ~3% of hex5 self-play). ``kappa`` may
+    be traced.
     """
     root_apart = isinstance(tree.extra_data, CuriosityExtraData)  # static: the layout
     level = functools.partial(_level, tree, slots=options.slots(leaf_index.shape[0]),
@@ -346,9 +348,6 @@ def curiosity_backup(
                                              kappa=kappa, options=options)
         extra_data = extra_data.replace(root_selection=root_selection)
     _, node_beliefs, visits, proven, scores, lengths, selection = state
-    values = jnp.where(visits > 0, beliefs.to_value(node_beliefs), 0.0).astype(
-        tree.node_values.dtype)
     extras = extras.replace(belief=node_beliefs, proven=proven, proven_score=scores,
                             proven_length=lengths, selection=selection)
-    return tree.replace(node_visits=visits, node_values=values, node_extras=extras,
-                        extra_data=extra_data)
+    return tree.replace(node_visits=visits, node_extras=extras, extra_data=extra_data)

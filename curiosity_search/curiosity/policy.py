@@ -230,6 +230,10 @@ def curiosity_policy(
         extra_data=extra_data,
         prepare_fn=(has_best_probability, functools.partial(fill_prior_best, options=options)),
     )
+    # The kernel's scalar summaries read node_values; the backup leaves them alone.
+    tree = tree.replace(node_values=jnp.where(
+        tree.node_visits > 0, beliefs.to_value(tree.node_extras.belief), 0.0,
+    ).astype(tree.node_values.dtype))
     root_index = jnp.full((batch_size,), ROOT_INDEX, jnp.int32)
     child_beliefs, expanded = jax.vmap(
         lambda t, i: children_beliefs(t, i, t.node_extras.belief, options))(tree, root_index)
