@@ -80,6 +80,36 @@ def test_algorithm_bundles(algorithm, rule, policy_target, value_head, value_tar
     assert resolve_algorithm_defaults(cfg) == cfg  # idempotent
 
 
+# What a curiosity config may set differently from its Gumbel twin: the algorithm and
+# what the algorithm itself brings (issue 11, point 6: same simulations, network, budgets).
+ALGORITHM_KEYS = {"algorithm", "name", "network.action_values", "network.value_head",
+                  "search.rule", "train.policy_target", "train.value_target"}
+
+
+def _flat(section, prefix: str = "") -> dict:
+    """``{"section.key": value}`` over a config's nested dataclasses."""
+    out = {}
+    for field in dataclasses.fields(section):
+        value = getattr(section, field.name)
+        if dataclasses.is_dataclass(value):
+            out.update(_flat(value, f"{prefix}{field.name}."))
+        else:
+            out[prefix + field.name] = value
+    return out
+
+
+@pytest.mark.parametrize("path", sorted(CONFIGS.glob("*_curiosity.yaml")), ids=lambda p: p.stem)
+def test_curiosity_configs_match_their_gumbel_twins(path):
+    twin = path.with_name(path.name.replace("_curiosity", "_gumbel"))
+    assert twin.exists(), f"{path.name} has no Gumbel twin {twin.name}"
+    ours, theirs = _flat(load_config(path)), _flat(load_config(twin))
+    differ = {key: (ours[key], theirs[key]) for key in ours
+              if ours[key] != theirs[key] and key not in ALGORITHM_KEYS}
+    assert not differ, f"{path.name} vs {twin.name} (curiosity, gumbel): {differ}"
+    assert theirs["algorithm"] == "gumbel"
+    assert (ours["train.value_target"], ours["train.policy_target"]) == ("search_belief", "pbest")
+
+
 def test_bundle_respects_compatible_explicit_values():
     cfg = config_from_dict({"algorithm": "curiosity", "network": {"value_head": "dirichlet"}})
     assert cfg.network.value_head == "dirichlet"
