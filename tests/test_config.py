@@ -110,6 +110,25 @@ def test_curiosity_configs_match_their_gumbel_twins(path):
     assert (ours["train.value_target"], ours["train.policy_target"]) == ("search_belief", "pbest")
 
 
+@pytest.mark.parametrize("path", sorted((CONFIGS / "sweeps").glob("*.yaml")),
+                         ids=lambda p: p.stem)
+def test_sweep_curiosity_arms_match_their_gumbel_twins(path, tmp_path):
+    from curiosity_search.sweeps.sweep import load_sweep
+
+    sweep = load_sweep(path, tmp_path)
+    names = {run.name for run in sweep.runs}
+    for run in sweep.runs:
+        if "curiosity" not in run.name:
+            continue
+        twin = run.name.replace("curiosity", "gumbel")
+        assert twin in names, f"{path.name}: {run.name} has no Gumbel twin {twin}"
+        ours, theirs = _flat(sweep.config(run)), _flat(sweep.config(sweep.get(twin)))
+        differ = {key: (ours[key], theirs[key]) for key in ours
+                  if ours[key] != theirs[key] and key not in ALGORITHM_KEYS}
+        assert not differ, f"{path.name}: {run.name} vs {twin}: {differ}"
+        assert ours["train.value_target"] == "search_belief"
+
+
 def test_bundle_respects_compatible_explicit_values():
     cfg = config_from_dict({"algorithm": "curiosity", "network": {"value_head": "dirichlet"}})
     assert cfg.network.value_head == "dirichlet"
