@@ -42,7 +42,6 @@ Prints the split and writes one CSV row per component: ``component``, ``batch``,
 from __future__ import annotations
 
 import argparse
-import collections
 import functools
 from unittest import mock
 
@@ -50,12 +49,13 @@ import jax
 import jax.numpy as jnp
 
 from curiosity_search.atomic_io import write_csv_atomically
+from curiosity_search.bench.pbest_rows import count_pbest_rows
 from curiosity_search.bench.search import (
     interleaved_min_seconds,
     make_hex_belief_model,
     make_hex_model,
 )
-from curiosity_search.curiosity import backup, best_arm, compaction, curiosity_policy, nodes
+from curiosity_search.curiosity import best_arm, curiosity_policy, nodes
 from curiosity_search.search import policies
 
 
@@ -129,27 +129,7 @@ def pbest_rows(batch: int, sims: int) -> dict[str, int]:
     """P(best) rows in one curiosity search, by site (see the module docstring)."""
     params, root_fn, recurrent_fn = make_hex_belief_model()
     root, invalid = jax.jit(root_fn, static_argnums=2)(params, jax.random.PRNGKey(1), batch)
-    sizes = sorted(compaction.default_slots(batch)) + [batch]
-    rows: collections.Counter = collections.Counter()
-
-    def counting(site: str):
-        def counted(fn, active, *args, slots=(), fill=0.0):
-            name = site + (f"_{fn.func.__name__.strip('_')}"
-                           if isinstance(fn, functools.partial) else "")
-
-            def record(count):
-                rows[f"rows_active_{name}"] += int(count)
-                # The rows compacted_map computes for `count` active rows.
-                rows[f"rows_computed_{name}"] += (
-                    0 if int(count) == 0 else next(s for s in sizes if int(count) <= s))
-
-            jax.debug.callback(record, jnp.sum(active))
-            return compaction.compacted_map(fn, active, *args, slots=slots, fill=fill)
-
-        return counted
-
-    with mock.patch.object(backup, "compacted_map", counting("backup")), \
-            mock.patch.object(nodes, "compacted_map", counting("lazy_fill")):
+    with count_pbest_rows() as rows:
         search = jax.jit(lambda p, k, r, i: curiosity_policy(
             p, k, r, recurrent_fn, sims, invalid_actions=i,
             options=nodes.CuriosityOptions(pbest_updates="incremental")).action_weights)

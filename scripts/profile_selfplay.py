@@ -33,19 +33,17 @@ from __future__ import annotations
 
 import argparse
 import collections
-import functools
 import glob
 import gzip
 import json
 import re
 import tempfile
 import time
-from unittest import mock
 
 import jax
-import jax.numpy as jnp
 
 from curiosity_search.atomic_io import write_csv_atomically
+from curiosity_search.bench.pbest_rows import count_pbest_rows
 from curiosity_search.compilation_cache import enable_compilation_cache
 from curiosity_search.config.loading import load_config
 from curiosity_search.train.trainer import build_trainer
@@ -159,38 +157,15 @@ def profile(play, state, key) -> tuple[dict[str, float], dict[str, float]]:
 
 def pbest_rows(cfg, trainer_state_key) -> dict[str, float]:
     """P(best) rows per tree-simulation by site, in one counted self-play phase."""
-    from curiosity_search.curiosity import backup, compaction, nodes
-
-    batch = cfg.selfplay.batch_size
-    counts: collections.Counter = collections.Counter()
-
-    def counting(site):
-        def counted(fn, active, *args, slots=(), fill=0.0):
-            name = site + (f"_{fn.func.__name__.strip('_')}"
-                           if isinstance(fn, functools.partial) else "")
-            ladder = sorted(s for s in slots if 1 <= s < batch) + [batch]
-
-            def record(count):
-                count = int(count)
-                counts[f"rows_active_{name}"] += count
-                counts[f"rows_computed_{name}"] += (
-                    0 if count == 0 else (next(s for s in ladder if count <= s)
-                                          if slots else batch))
-
-            jax.debug.callback(record, jnp.sum(active))
-            return compaction.compacted_map(fn, active, *args, slots=slots, fill=fill)
-
-        return counted
-
-    with mock.patch.object(backup, "compacted_map", counting("backup")), \
-            mock.patch.object(nodes, "compacted_map", counting("lazy_fill")):
+    with count_pbest_rows() as counts:
         trainer = build_trainer(cfg)
         state = jax.jit(trainer.init)(trainer_state_key)
         play = jax.jit(trainer.self_play_phase)
         state, _ = jax.block_until_ready(play(state, jax.random.key(1)))
         counts.clear()
         jax.block_until_ready(play(state, jax.random.key(2)))
-    simulations = batch * cfg.selfplay.moves_per_iteration * cfg.search.num_simulations
+    simulations = (cfg.selfplay.batch_size * cfg.selfplay.moves_per_iteration
+                   * cfg.search.num_simulations)
     return {name: count / simulations for name, count in sorted(counts.items())}
 
 

@@ -295,3 +295,34 @@ def test_outputs_finite_for_extreme_beliefs():
                   out.search_tree.node_values):
         assert np.all(np.isfinite(array))
     np.testing.assert_allclose(out.action_weights.sum(-1), 1.0, atol=1e-4)
+
+
+
+def test_pbest_row_counter_matches_compaction_and_leaves_results_unchanged():
+    from curiosity_search.bench.pbest_rows import computed_rows, count_pbest_rows
+    from curiosity_search.curiosity import backup, compaction, nodes
+
+    # computed_rows mirrors compaction.compacted_map's branches.
+    assert computed_rows(0, 16, ()) == 16 and computed_rows(5, 16, ()) == 16  # no slots
+    assert computed_rows(3, 16, (16, 32)) == 16  # no usable slot: the whole batch
+    assert computed_rows(0, 16, (2, 4, 8)) == 0
+    assert [computed_rows(n, 16, (8, 2, 4)) for n in (1, 2, 3, 5, 8, 9, 16)] == [
+        2, 2, 4, 8, 8, 16, 16]
+    def _scaled(scale, x):
+        return scale * x
+
+    update = functools.partial(_scaled, 2.0)  # counted under "scaled"
+    rows = jnp.arange(16.0)
+    patterns = [np.arange(16) < n for n in (3, 0, 16)]
+    with count_pbest_rows() as counts:
+        for active in patterns:
+            out = jax.jit(lambda a: (backup.compacted_map(update, a, rows, slots=(2, 4, 8)),
+                                     nodes.compacted_map(update, a, rows)))(active)
+            expected = compaction.compacted_map(update, jnp.asarray(active), rows,
+                                                slots=(2, 4, 8))
+            np.testing.assert_array_equal(out[0], expected)
+            np.testing.assert_array_equal(out[1], expected)
+    # Active 3 + 0 + 16; computed with slots (2, 4, 8): 4 + 0 + 16; without: 3 x 16.
+    assert counts == {"rows_active_backup_scaled": 19, "rows_computed_backup_scaled": 20,
+                      "rows_active_lazy_fill_scaled": 19, "rows_computed_lazy_fill_scaled": 48}
+    assert backup.compacted_map is compaction.compacted_map  # restored on exit

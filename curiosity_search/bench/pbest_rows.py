@@ -1,0 +1,70 @@
+"""Counting a curiosity search's P(best) rows by site, for the profiling scripts.
+
+The backup levels (``curiosity.backup``) and the lazy prior fills (``curiosity.nodes``)
+compute their P(best) rows through ``compaction.compacted_map``, on the active trees'
+rows gathered into the smallest slot that holds them (or the whole batch).
+``count_pbest_rows`` replaces that function in both modules, for as long as the context
+is open, by one that also counts, per call and at run time, the active rows and the
+rows actually computed (``computed_rows``: the slot chosen from the slots that call
+passed; the whole batch without usable slots; none without an active row otherwise).
+Programs must be traced inside the context to be counted; their results are unchanged.
+
+Sites are named ``backup_<update>`` and ``lazy_fill_<function>`` after the function the
+call maps (``_full_update``: a node below the root or any node with ``full`` updates,
+``_rebuilt_update``: an ``incremental`` root rebuilt in full).
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import functools
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+from unittest import mock
+
+import jax
+import jax.numpy as jnp
+
+from curiosity_search.curiosity import backup, compaction, nodes
+
+
+def computed_rows(active_rows: int, batch_size: int, slots: Sequence[int]) -> int:
+    """The rows ``compaction.compacted_map`` computes for ``active_rows`` of
+    ``batch_size``, given the call's ``slots``."""
+    sizes = sorted({int(s) for s in slots if 1 <= int(s) < batch_size})
+    if not sizes:  # no usable slot: the whole batch, active rows or not
+        return batch_size
+    if active_rows == 0:
+        return 0
+    return next(size for size in sizes + [batch_size] if active_rows <= size)
+
+
+def _counting(site: str, counts: collections.Counter) -> Callable[..., Any]:
+    """A ``compacted_map`` that adds each call's rows to ``counts`` under ``site``."""
+
+    def counted(fn, active, *rows, slots=(), fill=0.0):
+        name = site + (f"_{fn.func.__name__.strip('_')}"
+                       if isinstance(fn, functools.partial) else "")
+        batch_size = active.shape[0]
+
+        def record(count) -> None:
+            count = int(count)
+            counts[f"rows_active_{name}"] += count
+            counts[f"rows_computed_{name}"] += computed_rows(count, batch_size, slots)
+
+        jax.debug.callback(record, jnp.sum(active))
+        return compaction.compacted_map(fn, active, *rows, slots=slots, fill=fill)
+
+    return counted
+
+
+@contextlib.contextmanager
+def count_pbest_rows() -> Iterator[collections.Counter]:
+    """Counts P(best) rows while open: yields a ``Counter`` of ``rows_active_<site>`` and
+    ``rows_computed_<site>`` (see the module docstring), filled as compiled programs
+    traced inside the context run. Clear it between a warm-up call and the counted one."""
+    counts: collections.Counter = collections.Counter()
+    with mock.patch.object(backup, "compacted_map", _counting("backup", counts)), \
+            mock.patch.object(nodes, "compacted_map", _counting("lazy_fill", counts)):
+        yield counts
