@@ -331,8 +331,8 @@ def curiosity_backup(
     tree whose ``leaf_index`` is the root (a skipped simulation) is left unchanged.
     ``node_values`` are not touched: nothing in a curiosity search reads them, and
     ``policy.curiosity_policy`` sets them from the final beliefs once, after the last
-    simulation (``[B, N]`` each simulation cost ~3% of hex5 self-play). ``kappa`` may
-    be traced.
+    simulation (``[B, N]`` at each simulation cost ~1% of hex5 self-play). ``kappa``
+    may be traced.
     """
     root_apart = isinstance(tree.extra_data, CuriosityExtraData)  # static: the layout
     level = functools.partial(_level, tree, slots=options.slots(leaf_index.shape[0]),
