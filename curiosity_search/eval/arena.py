@@ -69,7 +69,7 @@ def _match_steps(env: Any, games: int, opening_moves: int, max_moves: int) -> tu
     def start(key: Array) -> tuple:
         init_key, opening_key, loop_key = jax.random.split(key, 3)
         states = jax.vmap(env.init)(_tile_pairs(jax.random.split(init_key, pairs), games))
-        a_first = rows < pairs
+        a_first = _a_moves_first(games)
         first_mover = states.current_player
         a_id = jnp.where(a_first, first_mover, 1 - first_mover)
         returns_a = jnp.zeros(games, jnp.float32)
@@ -93,6 +93,12 @@ def _match_steps(env: Any, games: int, opening_moves: int, max_moves: int) -> tu
         return next_move(states, a_id, returns_a, illegal_a, illegal_b, key, moves + 1)
 
     return jax.jit(start), jax.jit(advance)
+
+
+def _a_moves_first(games: int) -> np.ndarray:
+    """``[G]`` bool: games where A makes the first move (the first half, rounded up;
+    game ``i + (G + 1) // 2`` replays game i's opening with the colours swapped)."""
+    return np.arange(games) < (games + 1) // 2
 
 
 def play_match(
@@ -135,7 +141,7 @@ def play_match(
     states, _, returns_a, illegal_a, illegal_b, _, _ = carry
     returns_a, illegal_a, illegal_b, truncated = jax.device_get(
         (returns_a, illegal_a, illegal_b, jnp.sum(~states.terminated)))
-    a_first = np.arange(num_games) < (num_games + 1) // 2
+    a_first = _a_moves_first(num_games)
     return summarize(
         player_a.name,
         player_b.name,
