@@ -98,16 +98,22 @@ def _flat(section, prefix: str = "") -> dict:
     return out
 
 
+def _twin_differences(curiosity, gumbel) -> dict:
+    """``{"section.key": (curiosity value, gumbel value)}`` outside ALGORITHM_KEYS."""
+    ours, theirs = _flat(curiosity), _flat(gumbel)
+    return {key: (ours[key], theirs[key]) for key in ours
+            if ours[key] != theirs[key] and key not in ALGORITHM_KEYS}
+
+
 @pytest.mark.parametrize("path", sorted(CONFIGS.glob("*_curiosity.yaml")), ids=lambda p: p.stem)
 def test_curiosity_configs_match_their_gumbel_twins(path):
     twin = path.with_name(path.name.replace("_curiosity", "_gumbel"))
     assert twin.exists(), f"{path.name} has no Gumbel twin {twin.name}"
-    ours, theirs = _flat(load_config(path)), _flat(load_config(twin))
-    differ = {key: (ours[key], theirs[key]) for key in ours
-              if ours[key] != theirs[key] and key not in ALGORITHM_KEYS}
+    ours, theirs = load_config(path), load_config(twin)
+    differ = _twin_differences(ours, theirs)
     assert not differ, f"{path.name} vs {twin.name} (curiosity, gumbel): {differ}"
-    assert theirs["algorithm"] == "gumbel"
-    assert (ours["train.value_target"], ours["train.policy_target"]) == ("search_belief", "pbest")
+    assert theirs.algorithm == "gumbel"
+    assert (ours.train.value_target, ours.train.policy_target) == ("search_belief", "pbest")
 
 
 @pytest.mark.parametrize("path", sorted((CONFIGS / "sweeps").glob("*.yaml")),
@@ -122,11 +128,10 @@ def test_sweep_curiosity_arms_match_their_gumbel_twins(path, tmp_path):
             continue
         twin = run.name.replace("curiosity", "gumbel")
         assert twin in names, f"{path.name}: {run.name} has no Gumbel twin {twin}"
-        ours, theirs = _flat(sweep.config(run)), _flat(sweep.config(sweep.get(twin)))
-        differ = {key: (ours[key], theirs[key]) for key in ours
-                  if ours[key] != theirs[key] and key not in ALGORITHM_KEYS}
+        ours = sweep.config(run)
+        differ = _twin_differences(ours, sweep.config(sweep.get(twin)))
         assert not differ, f"{path.name}: {run.name} vs {twin}: {differ}"
-        assert ours["train.value_target"] == "search_belief"
+        assert ours.train.value_target == "search_belief"
 
 
 def test_bundle_respects_compatible_explicit_values():
