@@ -297,7 +297,6 @@ def test_outputs_finite_for_extreme_beliefs():
     np.testing.assert_allclose(out.action_weights.sum(-1), 1.0, atol=1e-4)
 
 
-
 def test_pbest_row_counter_matches_compaction_and_leaves_results_unchanged():
     from curiosity_search.bench.pbest_rows import computed_rows, count_pbest_rows
     from curiosity_search.curiosity import backup, compaction, nodes
@@ -308,6 +307,7 @@ def test_pbest_row_counter_matches_compaction_and_leaves_results_unchanged():
     assert computed_rows(0, 16, (2, 4, 8)) == 0
     assert [computed_rows(n, 16, (8, 2, 4)) for n in (1, 2, 3, 5, 8, 9, 16)] == [
         2, 2, 4, 8, 8, 16, 16]
+
     def _scaled(scale, x):
         return scale * x
 
