@@ -74,6 +74,56 @@ def test_compacted_map_never_shows_fn_an_inactive_row():
     assert seen_nan and not any(seen_nan)
 
 
+def test_compacted_map_fallback_recomputes_the_flagged_rows_only():
+    # fn flags rows it cannot serve; they (and only they, among the active rows) get the
+    # fallback's value, in every slot branch; with no flagged row the fallback never runs.
+    fallback_runs = []
+
+    def fn(x):
+        return {"y": 2.0 * x}, x > 5.0
+
+    def fallback(x):
+        jax.debug.callback(lambda: fallback_runs.append(1))
+        return {"y": 100.0 * x}
+
+    x = jnp.arange(8.0)
+    mapped = jax.jit(lambda a: compacted_map(fn, a, x, slots=(2, 4), fallback=fallback))
+    for active in (np.arange(8) < 2, np.arange(8) < 4, np.arange(8) < 7, np.arange(8) % 3 == 0):
+        fallback_runs.clear()
+        out = np.asarray(mapped(jnp.asarray(active))["y"])
+        expected = np.where(np.arange(8) > 5, 100.0, 2.0) * np.arange(8)
+        np.testing.assert_allclose(out[active], expected[active])
+        assert np.all(out[~active] == 0.0)
+        assert bool(fallback_runs) == bool(np.any(active & (np.arange(8) > 5)))
+
+
+@pytest.mark.parametrize("num_outcomes,traces", [(2, 1), (3, 5)])
+def test_lazy_fill_holds_one_copy_of_the_accurate_pbest(num_outcomes, traces, monkeypatch):
+    # K = 2, fast: the slot branches run the fast kernel only and one fallback pass holds
+    # the accurate method (~40% of a curiosity search's compilation with a copy per
+    # branch, as before). K = 3 has no fast kernel: each of the 4 branches computes the
+    # accurate P(best), and the no-active-row branch traces fn once more for its shapes
+    # (no copy in the program).
+    from curiosity_search.curiosity import best_arm, nodes
+
+    traced = []
+    accurate_core = best_arm._accurate_core
+    monkeypatch.setattr(best_arm, "_accurate_core",
+                        lambda *args: traced.append(1) or accurate_core(*args))
+    batch_size, num_actions = 64, 5  # slots 8, 16, 32 and the full batch: 4 branches
+    model = BeliefHashModel(num_actions=num_actions, num_outcomes=num_outcomes, seed=3)
+    root = model.root(batch_size, offset=0)
+    tree = jax.eval_shape(lambda r: curiosity_policy(
+        None, jax.random.PRNGKey(0), r, model.recurrent_fn, num_simulations=1,
+        options=CuriosityOptions()).search_tree, root)
+    tree = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), tree)
+    traced.clear()
+    jax.eval_shape(lambda t: nodes.fill_prior_best(
+        t, jnp.zeros(batch_size, jnp.int32), jnp.ones(batch_size, bool),
+        options=CuriosityOptions()), tree)
+    assert len(traced) == traces
+
+
 # The default method in the default run; accurate (~40 s of compilation) with -m slow.
 @pytest.mark.parametrize("pbest_method", [pytest.param("accurate", marks=pytest.mark.slow),
                                           "fast"])

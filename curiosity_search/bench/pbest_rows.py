@@ -8,6 +8,9 @@ is open, by one that also counts, per call and at run time, the active rows and 
 rows actually computed (``computed_rows``: the slot chosen from the slots that call
 passed; the whole batch without usable slots; none without an active row otherwise).
 Programs must be traced inside the context to be counted; their results are unchanged.
+Rows recomputed by a call's ``fallback`` (the accurate P(best) for the rows the fast
+kernel cannot serve: one pass over the whole batch, only when some row needs it) are
+not counted.
 
 Sites are named ``backup_<update>`` and ``lazy_fill_<function>`` after the function the
 call maps (``_full_update``: a node below the root or any node with ``full`` updates,
@@ -43,7 +46,7 @@ def computed_rows(active_rows: int, batch_size: int, slots: Sequence[int]) -> in
 def _counting(site: str, counts: collections.Counter) -> Callable[..., Any]:
     """A ``compacted_map`` that adds each call's rows to ``counts`` under ``site``."""
 
-    def counted(fn, active, *rows, slots=(), fill=0.0):
+    def counted(fn, active, *rows, slots=(), fill=0.0, fallback=None):
         name = site + (f"_{fn.func.__name__.strip('_')}"
                        if isinstance(fn, functools.partial) else "")
         batch_size = active.shape[0]
@@ -54,7 +57,8 @@ def _counting(site: str, counts: collections.Counter) -> Callable[..., Any]:
             counts[f"rows_computed_{name}"] += computed_rows(count, batch_size, slots)
 
         jax.debug.callback(record, jnp.sum(active))
-        return compaction.compacted_map(fn, active, *rows, slots=slots, fill=fill)
+        return compaction.compacted_map(fn, active, *rows, slots=slots, fill=fill,
+                                        fallback=fallback)
 
     return counted
 

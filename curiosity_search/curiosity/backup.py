@@ -108,12 +108,16 @@ def _settle(tree: Tree, node_beliefs: chex.Array, visits: chex.Array, proven: ch
     return belief, already | node_proven, score, length
 
 
+def _exact_scores(kids: dict) -> chex.Array:
+    """``[S, A]``: the proven children's exact scores, NaN for the others."""
+    return jnp.where(kids["proven"], kids["score"], jnp.nan)
+
+
 def _fresh_mixture(kids: dict, options: CuriosityOptions) -> tuple[chex.Array, chex.Array]:
     """``(P(best) [S, A], mixture [S, K])`` from a fresh P(best) over the children, a
     proven child counting as its exact result with its exact weight."""
     child_beliefs, child_proven = kids["beliefs"], kids["proven"]
-    exact_scores = jnp.where(child_proven, kids["score"], jnp.nan)
-    weights = options.best_probability(child_beliefs, kids["invalid"], exact_scores)
+    weights = options.best_probability(child_beliefs, kids["invalid"], _exact_scores(kids))
     vectors = jnp.where(
         child_proven[..., None],
         beliefs.exact_belief(kids["score"], jnp.sum(child_beliefs, axis=-1),
@@ -123,9 +127,15 @@ def _fresh_mixture(kids: dict, options: CuriosityOptions) -> tuple[chex.Array, c
 
 
 def _full_update(tree: Tree, node_beliefs, visits, proven, scores, lengths, tree_index,
-                 child, *, kappa: chex.Numeric, options: CuriosityOptions):
+                 child, *, kappa: chex.Numeric, options: CuriosityOptions,
+                 report_accurate: bool = False):
     """The parent's new state with a fresh P(best) (the full layout): ``(belief [S, K],
-    proven [S], score [S], length [S], SelectionCache [S, ...])``."""
+    proven [S], score [S], length [S], SelectionCache [S, ...])``.
+
+    ``report_accurate`` (with the fast options of ``CuriosityOptions.compacted_fallback``,
+    which leave the rows that need the accurate P(best) unchecked): returns ``(state,
+    needs [S] bool)``, those rows flagged for the level's compacted map to recompute.
+    """
     kids = _children(tree, node_beliefs, proven, scores, lengths, tree_index, child, options)
     child_beliefs, child_proven, invalid = kids["beliefs"], kids["proven"], kids["invalid"]
     weights, mixture = _fresh_mixture(kids, options)
@@ -142,7 +152,10 @@ def _full_update(tree: Tree, node_beliefs, visits, proven, scores, lengths, tree
             lambda: weights)
     settled = _settle(tree, node_beliefs, visits, proven, scores, lengths, tree_index, kids,
                       mixture, kappa)
-    return settled + (from_probability(selection),)
+    state = settled + (from_probability(selection),)
+    if report_accurate:
+        return state, options.needs_accurate(child_beliefs, invalid, _exact_scores(kids))
+    return state
 
 
 def _incremental_update(tree: Tree, cache: SelectionCache, arm: chex.Array, node_beliefs,
@@ -224,9 +237,17 @@ def _level(tree: Tree, state: tuple, *, slots: tuple[int, ...], kappa: chex.Nume
     write_at = jnp.where(active, parent, tree.node_visits.shape[1])  # inactive: dropped
     visits = visits.at[batch, write_at].add(1, mode="drop")
     update = functools.partial(_full_update, _without_tables(tree), node_beliefs, visits,
-                               proven, scores, lengths, kappa=kappa, options=options)
-    belief, is_proven, score, length, cache = compacted_map(update, active, batch, child,
-                                                            slots=slots)
+                               proven, scores, lengths, kappa=kappa)
+    # One copy of the accurate P(best) in the program, not one per slot size.
+    deferred = options.compacted_fallback(node_beliefs.shape[-1])
+    if deferred is None:
+        belief, is_proven, score, length, cache = compacted_map(
+            functools.partial(update, options=options), active, batch, child, slots=slots)
+    else:
+        fast, accurate = deferred
+        belief, is_proven, score, length, cache = compacted_map(
+            functools.partial(update, options=fast, report_accurate=True), active, batch,
+            child, slots=slots, fallback=functools.partial(update, options=accurate))
     return (
         parent,
         node_beliefs.at[batch, write_at].set(belief, mode="drop"),

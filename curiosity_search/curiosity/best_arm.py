@@ -579,32 +579,12 @@ def fast_mixture(aggregates: FastAggregates) -> Array:
 # --------------------------------------------------------------------------------------
 
 
-def best_arm_probability(
-    concentrations: Array,
-    invalid_actions: Array | None = None,
-    grid_size: int = 21,
-    method: str = "fast",
-    exact_scores: Array | None = None,
-) -> Array:
-    """P(a is the best arm) ``[..., A]`` on a shared grid (see the module docstring).
-
-    Args:
-      concentrations: ``[..., A, K]``, K = 2 (win, loss) or 3 (win, draw, loss), > 0
-        (floored at 1e-6); ignored for exact and illegal arms.
-      invalid_actions: ``[..., A]`` bool, True = illegal (probability 0); None = all legal.
-      grid_size: G, the number of shared grid edges (static, >= 2).
-      method: ``"fast"`` (default) or ``"accurate"`` (static).
-      exact_scores: ``[..., A]`` exact (proven) scores in ``[0, 1]``, NaN for uncertain
-        arms, or None (all uncertain).
-
-    Returns:
-      ``[..., A]`` probabilities summing to 1 over the legal arms (all 0 without one).
-      Identical arms get identical values; a single legal arm gets 1.
-    """
-    if method not in PBEST_METHODS:
-        raise ValueError(f"method must be one of {PBEST_METHODS}, got {method!r}")
-    if grid_size < 2:
-        raise ValueError(f"grid_size must be >= 2, got {grid_size}")
+def _prepared_rows(concentrations: Array, invalid_actions: Array | None,
+                   exact_scores: Array | None) -> tuple:
+    """The arms as the kernels read them: ``(concentrations [..., A, K]`` (floored, a
+    stand-in for illegal and exact arms), ``uncertain [..., A]``, ``threshold [...]``
+    (logit of a fractional best exact score, else -inf), ``tops [..., A]`` (the best
+    exact arms), ``best_exact [...])``."""
     concentrations = jnp.asarray(concentrations, jnp.float32)
     arm_shape = concentrations.shape[:-1]
     legal = (jnp.ones(arm_shape, bool) if invalid_actions is None
@@ -622,6 +602,64 @@ def best_arm_probability(
     threshold = jnp.where(fractional, jnp.log(best_exact) - jnp.log1p(-best_exact), -jnp.inf)
     # Illegal and exact arms get a harmless stand-in belief (masked everywhere).
     concentrations = _kernel_concentrations(concentrations, uncertain)
+    return concentrations, uncertain, threshold, tops, best_exact
+
+
+def _outside_fast(concentrations: Array, uncertain: Array, threshold: Array) -> Array:
+    """``[...]`` bool: the rows the fast kernel cannot serve (an uncertain arm outside
+    its envelope, or a proven draw: K = 3 only), from ``_prepared_rows``."""
+    return ~(in_fast_envelope(concentrations, uncertain) & ~jnp.isfinite(threshold))
+
+
+def needs_accurate(concentrations: Array, invalid_actions: Array | None = None,
+                   exact_scores: Array | None = None) -> Array:
+    """``[...]`` bool: the rows whose P(best) ``method="fast"`` takes from the accurate
+    method (every K = 3 row; at K = 2 the rows with an uncertain arm outside the fast
+    kernel's envelope). Arguments as ``best_arm_probability``'s.
+
+    With ``fallback=False`` ``best_arm_probability`` leaves these rows as the fast
+    kernel computed them, for a caller that recomputes them in one batched pass
+    (``compaction.compacted_map``'s ``fallback``).
+    """
+    concentrations, uncertain, threshold, _, _ = _prepared_rows(concentrations,
+                                                                invalid_actions, exact_scores)
+    return _outside_fast(concentrations, uncertain, threshold)
+
+
+def best_arm_probability(
+    concentrations: Array,
+    invalid_actions: Array | None = None,
+    grid_size: int = 21,
+    method: str = "fast",
+    exact_scores: Array | None = None,
+    *,
+    fallback: bool = True,
+) -> Array:
+    """P(a is the best arm) ``[..., A]`` on a shared grid (see the module docstring).
+
+    Args:
+      concentrations: ``[..., A, K]``, K = 2 (win, loss) or 3 (win, draw, loss), > 0
+        (floored at 1e-6); ignored for exact and illegal arms.
+      invalid_actions: ``[..., A]`` bool, True = illegal (probability 0); None = all legal.
+      grid_size: G, the number of shared grid edges (static, >= 2).
+      method: ``"fast"`` (default) or ``"accurate"`` (static).
+      exact_scores: ``[..., A]`` exact (proven) scores in ``[0, 1]``, NaN for uncertain
+        arms, or None (all uncertain).
+      fallback: with ``"fast"`` at K = 2, the rows ``needs_accurate`` flags get the
+        accurate method's P(best) (True), or keep the fast kernel's numbers, which are
+        then not P(best) (False: only for a caller that recomputes those rows itself).
+
+    Returns:
+      ``[..., A]`` probabilities summing to 1 over the legal arms (all 0 without one).
+      Identical arms get identical values; a single legal arm gets 1.
+    """
+    if method not in PBEST_METHODS:
+        raise ValueError(f"method must be one of {PBEST_METHODS}, got {method!r}")
+    if grid_size < 2:
+        raise ValueError(f"grid_size must be >= 2, got {grid_size}")
+    arm_shape = jnp.shape(concentrations)[:-1]
+    concentrations, uncertain, threshold, tops, best_exact = _prepared_rows(
+        concentrations, invalid_actions, exact_scores)
 
     flat = (-1,) + concentrations.shape[-2:]
     rows = (concentrations.reshape(flat), uncertain.reshape(flat[:2]), threshold.reshape(-1))
@@ -631,8 +669,11 @@ def best_arm_probability(
 
     if method == "accurate" or concentrations.shape[-1] != 2:
         probability, exact_share = accurate(*rows)
+    elif not fallback:
+        probability = _fast_core(rows[0], rows[1], grid_size)
+        exact_share = jnp.zeros_like(probability[:, 0])
     else:
-        outside = ~(in_fast_envelope(rows[0], rows[1]) & ~jnp.isfinite(rows[2]))
+        outside = _outside_fast(*rows)
         fast = _fast_core(rows[0], rows[1], grid_size)
 
         def with_accurate() -> tuple[Array, Array]:
@@ -641,7 +682,9 @@ def best_arm_probability(
                     jnp.where(outside, slow_share, 0.0))
 
         # One batch-level branch (not per-row compaction): the accurate method runs only
-        # when some row needs it, and the program holds one copy of it per call site.
+        # when some row needs it, and the program holds one copy of it per call (a
+        # compacted map holds one call per slot size: it defers these rows to its own
+        # single pass instead, ``fallback=False`` and ``compaction.compacted_map``).
         probability, exact_share = jax.lax.cond(
             jnp.any(outside), with_accurate, lambda: (fast, jnp.zeros_like(fast[:, 0])))
     probability = probability.reshape(arm_shape)

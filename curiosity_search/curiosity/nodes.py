@@ -26,7 +26,11 @@ import jax
 import jax.numpy as jnp
 
 from curiosity_search.curiosity import beliefs
-from curiosity_search.curiosity.best_arm import PBEST_METHODS, best_arm_probability
+from curiosity_search.curiosity.best_arm import (
+    PBEST_METHODS,
+    best_arm_probability,
+    needs_accurate,
+)
 from curiosity_search.curiosity.compaction import compacted_map, default_slots
 from curiosity_search.curiosity.selection_cache import (
     SelectionCache,
@@ -64,6 +68,9 @@ class CuriosityOptions:
         recompute theirs. The same numbers up to float32 rounding, the same selection
         distributions, drawn in two stages at the root (other random draws than
         ``"full"``'s).
+      fast_fallback: the fast P(best)'s rows outside its envelope take the accurate
+        method's numbers inside ``best_probability`` (True), or are left for the
+        caller to recompute (False; ``compacted_fallback``).
     """
 
     grid_size: int = 21
@@ -72,6 +79,7 @@ class CuriosityOptions:
     two_player: bool = True
     compaction_slots: Sequence[int] | None = None
     pbest_updates: str = "full"
+    fast_fallback: bool = True
 
     def __post_init__(self) -> None:
         if self.pbest_method not in PBEST_METHODS:
@@ -121,7 +129,27 @@ class CuriosityOptions:
                          exact_scores: chex.Array | None = None) -> chex.Array:
         """``best_arm_probability`` with these options, ``[..., A]``."""
         return best_arm_probability(concentrations, invalid, self.grid_size, self.pbest_method,
-                                    exact_scores)
+                                    exact_scores, fallback=self.fast_fallback)
+
+    def compacted_fallback(
+            self, num_outcomes: int) -> tuple[CuriosityOptions, CuriosityOptions] | None:
+        """For per-node work under ``compaction.compacted_map``, one copy of the accurate
+        P(best) in the program instead of one per slot size: ``(fast, accurate)``
+        options, ``fast`` leaving the rows ``needs_accurate`` flags to the map's
+        ``fallback`` run with ``accurate``; None where that saves nothing (the
+        accurate method already, K = 3, or a caller that deferred them already)."""
+        if not (self.fast_fallback and self.pbest_method == "fast" and num_outcomes == 2):
+            return None
+        return (dataclasses.replace(self, fast_fallback=False),
+                dataclasses.replace(self, pbest_method="accurate"))
+
+    def needs_accurate(self, concentrations: chex.Array, invalid: chex.Array,
+                       exact_scores: chex.Array | None = None) -> chex.Array:
+        """``[...]`` bool: the rows whose P(best) these options take from the accurate
+        method (``best_arm.needs_accurate``; all of them for ``"accurate"``)."""
+        if self.pbest_method == "accurate":
+            return jnp.ones(concentrations.shape[:-2], bool)
+        return needs_accurate(concentrations, invalid, exact_scores)
 
     def to_parent(self, child_beliefs: chex.Array) -> chex.Array:
         """A child's belief ``[..., K]`` from its parent's mover's view."""
@@ -297,12 +325,24 @@ def fill_prior_best(
     batch = jnp.arange(node_index.shape[0])
     extras = tree.node_extras
 
-    def prior_selection(concentrations: chex.Array, invalid: chex.Array) -> SelectionCache:
-        return options.selection_from_beliefs(concentrations, ~invalid)
+    def prior_selection(with_options: CuriosityOptions):
+        return lambda concentrations, invalid: with_options.selection_from_beliefs(
+            concentrations, ~invalid)
 
-    cache = compacted_map(prior_selection, needed, extras.action_beliefs[batch, node_index],
-                          extras.invalid[batch, node_index],
-                          slots=options.slots(batch.shape[0]))
+    rows = (extras.action_beliefs[batch, node_index], extras.invalid[batch, node_index])
+    slots = options.slots(batch.shape[0])
+    deferred = options.compacted_fallback(rows[0].shape[-1])
+    if deferred is None:
+        cache = compacted_map(prior_selection(options), needed, *rows, slots=slots)
+    else:
+        fast, accurate = deferred
+
+        def checked(concentrations: chex.Array, invalid: chex.Array):
+            return (prior_selection(fast)(concentrations, invalid),
+                    fast.needs_accurate(concentrations, invalid))
+
+        cache = compacted_map(checked, needed, *rows, slots=slots,
+                              fallback=prior_selection(accurate))
     write_at = jnp.where(needed, node_index, tree.node_visits.shape[1])
     selection = jax.tree_util.tree_map(
         lambda stored, new: stored.at[batch, write_at].set(new, mode="drop"),
