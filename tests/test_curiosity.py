@@ -307,6 +307,7 @@ def test_pbest_row_counter_matches_compaction_and_leaves_results_unchanged():
     assert computed_rows(0, 16, (2, 4, 8)) == 0
     assert [computed_rows(n, 16, (8, 2, 4)) for n in (1, 2, 3, 5, 8, 9, 16)] == [
         2, 2, 4, 8, 8, 16, 16]
+    assert [computed_rows(n, 16, (), chunk=4) for n in (0, 1, 4, 5, 16)] == [0, 4, 4, 8, 16]
 
     def _scaled(scale, x):
         return scale * x

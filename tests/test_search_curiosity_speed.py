@@ -74,6 +74,39 @@ def test_compacted_map_never_shows_fn_an_inactive_row():
     assert seen_nan and not any(seen_nan)
 
 
+def test_chunked_compacted_map_runs_whole_chunks_of_active_rows_only():
+    # chunk: fn sees only active rows (padding copies one), ceil(active / chunk) calls of
+    # chunk rows each, the same outputs as the slot sizes; also under a fallback.
+    calls, seen_nan = [], []
+
+    def fn(x):
+        jax.debug.callback(lambda bad: seen_nan.append(bool(bad)), jnp.any(jnp.isnan(x)))
+        jax.debug.callback(lambda: calls.append(x.shape[0]))
+        return {"y": 2.0 * x, "z": x[:, None] * jnp.ones(3)}
+
+    x = jnp.where(jnp.arange(10) % 4 == 3, jnp.nan, jnp.arange(10.0))  # rows 3, 7 garbage
+    chunked = jax.jit(lambda a: compacted_map(fn, a, x, chunk=3))
+    slotted = jax.jit(lambda a: compacted_map(fn, a, x, slots=(2, 4)))
+    for active in (np.zeros(10, bool), np.arange(10) == 5, np.arange(10) % 4 != 3,
+                   np.isin(np.arange(10), [0, 9])):
+        calls.clear()
+        out = chunked(jnp.asarray(active))
+        assert calls == [3] * -(-int(active.sum()) // 3)
+        for key, value in slotted(jnp.asarray(active)).items():
+            np.testing.assert_array_equal(out[key], value)
+    assert seen_nan and not any(seen_nan)
+
+    def flagged(x):
+        return {"y": 2.0 * x}, x > 5.0
+
+    with_fallback = jax.jit(lambda a: compacted_map(
+        flagged, a, jnp.arange(10.0), chunk=4, fallback=lambda x: {"y": 100.0 * x}))
+    active = np.arange(10) % 2 == 0
+    out = np.asarray(with_fallback(jnp.asarray(active))["y"])
+    expected = np.where(np.arange(10) > 5, 100.0, 2.0) * np.arange(10) * active
+    np.testing.assert_array_equal(out, expected)
+
+
 def test_compacted_map_fallback_recomputes_the_flagged_rows_only():
     # fn flags rows it cannot serve; they (and only they, among the active rows) get the
     # fallback's value, in every slot branch; with no flagged row the fallback never runs.
@@ -97,13 +130,13 @@ def test_compacted_map_fallback_recomputes_the_flagged_rows_only():
         assert bool(fallback_runs) == bool(np.any(active & (np.arange(8) > 5)))
 
 
-@pytest.mark.parametrize("num_outcomes,traces", [(2, 1), (3, 5)])
+@pytest.mark.parametrize("num_outcomes,traces", [(2, 1), (3, 2)])
 def test_lazy_fill_holds_one_copy_of_the_accurate_pbest(num_outcomes, traces, monkeypatch):
     # K = 2, fast: the slot branches run the fast kernel only and one fallback pass holds
     # the accurate method (~40% of a curiosity search's compilation with a copy per
-    # branch, as before). K = 3 has no fast kernel: each of the 4 branches computes the
-    # accurate P(best), and the no-active-row branch traces fn once more for its shapes
-    # (no copy in the program).
+    # branch, as before). K = 3 has no fast kernel: a loop over chunks holds its one
+    # copy (with slot sizes, one per branch: 4 here), and the loop traces fn once more
+    # for its output shapes (no copy in the program).
     from curiosity_search.curiosity import best_arm, nodes
 
     traced = []

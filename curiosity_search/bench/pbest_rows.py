@@ -6,7 +6,8 @@ rows gathered into the smallest slot that holds them (or the whole batch).
 ``count_pbest_rows`` replaces that function in both modules, for as long as the context
 is open, by one that also counts, per call and at run time, the active rows and the
 rows actually computed (``computed_rows``: the slot chosen from the slots that call
-passed; the whole batch without usable slots; none without an active row otherwise).
+passed; the whole batch without usable slots; none without an active row otherwise;
+whole chunks for a chunked call).
 Programs must be traced inside the context to be counted; their results are unchanged.
 Rows recomputed by a call's ``fallback`` (the accurate P(best) for the rows the fast
 kernel cannot serve: one pass over the whole batch, only when some row needs it) are
@@ -32,9 +33,13 @@ import jax.numpy as jnp
 from curiosity_search.curiosity import backup, compaction, nodes
 
 
-def computed_rows(active_rows: int, batch_size: int, slots: Sequence[int]) -> int:
+def computed_rows(active_rows: int, batch_size: int, slots: Sequence[int],
+                  chunk: int | None = None) -> int:
     """The rows ``compaction.compacted_map`` computes for ``active_rows`` of
-    ``batch_size``, given the call's ``slots``."""
+    ``batch_size``, given the call's ``slots`` (or ``chunk``)."""
+    if chunk is not None:  # whole chunks, as many as the active rows need
+        chunk = max(1, min(int(chunk), batch_size))
+        return -(-active_rows // chunk) * chunk
     sizes = sorted({int(s) for s in slots if 1 <= int(s) < batch_size})
     if not sizes:  # no usable slot: the whole batch, active rows or not
         return batch_size
@@ -46,7 +51,7 @@ def computed_rows(active_rows: int, batch_size: int, slots: Sequence[int]) -> in
 def _counting(site: str, counts: collections.Counter) -> Callable[..., Any]:
     """A ``compacted_map`` that adds each call's rows to ``counts`` under ``site``."""
 
-    def counted(fn, active, *rows, slots=(), fill=0.0, fallback=None):
+    def counted(fn, active, *rows, slots=(), fill=0.0, fallback=None, chunk=None):
         name = site + (f"_{fn.func.__name__.strip('_')}"
                        if isinstance(fn, functools.partial) else "")
         batch_size = active.shape[0]
@@ -54,11 +59,11 @@ def _counting(site: str, counts: collections.Counter) -> Callable[..., Any]:
         def record(count) -> None:
             count = int(count)
             counts[f"rows_active_{name}"] += count
-            counts[f"rows_computed_{name}"] += computed_rows(count, batch_size, slots)
+            counts[f"rows_computed_{name}"] += computed_rows(count, batch_size, slots, chunk)
 
         jax.debug.callback(record, jnp.sum(active))
         return compaction.compacted_map(fn, active, *rows, slots=slots, fill=fill,
-                                        fallback=fallback)
+                                        fallback=fallback, chunk=chunk)
 
     return counted
 

@@ -221,13 +221,14 @@ def _climbing(tree: Tree, child: chex.Array, root_apart: bool) -> chex.Array:
     return active
 
 
-def _level(tree: Tree, state: tuple, *, slots: tuple[int, ...], kappa: chex.Numeric,
+def _level(tree: Tree, state: tuple, *, compaction: dict, kappa: chex.Numeric,
            options: CuriosityOptions, root_apart: bool):
     """One backup level: each climbing tree updates the parent of its current child
     with a fresh P(best) (the full layout).
 
     The parents' new state is computed on the climbing trees only, gathered into
-    compacted slots: at deep levels only a few trees still climb. Returns the next
+    compacted slots (``compaction``: ``compacted_map``'s ``slots`` and ``chunk``): at
+    deep levels only a few trees still climb. Returns the next
     state, the parents becoming the children (the others stay).
     """
     child, node_beliefs, visits, proven, scores, lengths, selection = state
@@ -242,12 +243,12 @@ def _level(tree: Tree, state: tuple, *, slots: tuple[int, ...], kappa: chex.Nume
     deferred = options.compacted_fallback(node_beliefs.shape[-1])
     if deferred is None:
         belief, is_proven, score, length, cache = compacted_map(
-            functools.partial(update, options=options), active, batch, child, slots=slots)
+            functools.partial(update, options=options), active, batch, child, **compaction)
     else:
         fast, accurate = deferred
         belief, is_proven, score, length, cache = compacted_map(
             functools.partial(update, options=fast, report_accurate=True), active, batch,
-            child, slots=slots, fallback=functools.partial(update, options=accurate))
+            child, **compaction, fallback=functools.partial(update, options=accurate))
     return (
         parent,
         node_beliefs.at[batch, write_at].set(belief, mode="drop"),
@@ -356,7 +357,8 @@ def curiosity_backup(
     may be traced.
     """
     root_apart = isinstance(tree.extra_data, CuriosityExtraData)  # static: the layout
-    level = functools.partial(_level, tree, slots=options.slots(leaf_index.shape[0]),
+    compaction = options.compaction(leaf_index.shape[0], tree.node_extras.belief.shape[-1])
+    level = functools.partial(_level, tree, compaction=compaction,
                               kappa=kappa, options=options, root_apart=root_apart)
     extras = tree.node_extras
     state = (jnp.asarray(leaf_index, jnp.int32), extras.belief, tree.node_visits, extras.proven,
