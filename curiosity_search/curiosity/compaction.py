@@ -9,7 +9,9 @@ static slot count that holds them, gathers those rows, applies the function to t
 slots only, and scatters the results back. The branch is chosen with ``lax.switch``
 on the batch-level count (one branch per slot size, plus the full batch), so the
 program stays static and the result is exact: every active row gets exactly
-``fn`` of its own inputs. With no active row, ``fn`` is not run at all.
+``fn`` of its own inputs. With no active row, ``fn`` is not run at all. For costly
+rows it can instead loop over fixed chunks of the active rows (``chunk``), and keep a
+costly path that few rows need out of its branches (``fallback``).
 
 Shapes: ``B`` batch, ``S`` slots.
 """

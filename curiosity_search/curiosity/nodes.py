@@ -59,7 +59,8 @@ class CuriosityOptions:
         vectors (the blog's rule) or ``"moment_match"``.
       two_player: alternate perspectives between plies (zero-sum, alternating moves).
       compaction_slots: static slot sizes for per-node work on the trees that need it
-        (``compaction.compacted_map``); None: ``default_slots(B)``; ``()``: the whole
+        (``compaction.compacted_map``); None: ``default_slots(B)`` at K = 2, a loop
+        over chunks of ``B / 8`` trees at K = 3 (``compaction``); ``()``: the whole
         batch always. Exact either way.
       pbest_updates: ``"full"``: every backup recomputes each node's P(best) from
         scratch; ``"incremental"``: where the layout allows (``incremental``), every
