@@ -156,10 +156,9 @@ class CuriosityOptions:
 
     def needs_accurate(self, concentrations: chex.Array, invalid: chex.Array,
                        exact_scores: chex.Array | None = None) -> chex.Array:
-        """``[...]`` bool: the rows whose P(best) these options take from the accurate
-        method (``best_arm.needs_accurate``; all of them for ``"accurate"``)."""
-        if self.pbest_method == "accurate":
-            return jnp.ones(concentrations.shape[:-2], bool)
+        """``[...]`` bool: the rows the fast method takes from the accurate one
+        (``best_arm.needs_accurate``), for the ``fast`` options of
+        ``compacted_fallback``."""
         return needs_accurate(concentrations, invalid, exact_scores)
 
     def to_parent(self, child_beliefs: chex.Array) -> chex.Array:
