@@ -52,13 +52,6 @@ def compacted_map(
 ) -> Any:
     """``fn(*rows)`` evaluated on the active rows only; inactive rows get ``fill``.
 
-    With ``chunk``, the active rows are instead gathered into chunks of ``chunk`` rows
-    and ``fn`` runs on one chunk at a time in a loop, as many times as the active rows
-    need: one copy of ``fn`` in the program, and at most ``chunk - 1`` rows computed for
-    nothing. That pays where a row costs far more than a call (curiosity's K = 3
-    P(best), ~0.4 ms a 9-arm row); the slot sizes suit cheap rows, where each call's
-    fixed cost counts.
-
     Every slot size is a copy of ``fn`` in the program. When ``fn`` has a costly path
     that only a few rows need (curiosity's accurate P(best) behind the fast kernel,
     ~40% of a curiosity search's compilation), ``fallback`` keeps one copy of it
@@ -67,6 +60,13 @@ def compacted_map(
     ``fallback(*rows)`` instead (``fn``'s output structure), computed in one pass over
     the whole batch, run only when some row needs it. Each row's result is still the
     function of its own inputs.
+
+    With ``chunk``, the active rows are instead gathered into chunks of ``chunk`` rows
+    and ``fn`` runs on one chunk at a time in a loop, as many times as the active rows
+    need: one copy of ``fn`` in the program, and at most ``chunk - 1`` rows computed for
+    nothing. That pays where a row costs far more than a call (curiosity's K = 3
+    P(best), ~0.4 ms a 9-arm row); the slot sizes suit cheap rows, where each call's
+    fixed cost counts.
 
     Args:
       fn: a batched function of pytrees of ``[S, ...]`` arrays returning a pytree of
@@ -111,7 +111,7 @@ def compacted_map(
 
     def full() -> Any:
         index = jnp.where(active, jnp.arange(batch_size), first_active)
-        out = fn(*[jax.tree.map(lambda x: jnp.take(x, index, axis=0), r) for r in rows])
+        out = fn(*_take_rows(rows, index))
         return jax.tree.map(
             lambda o: jnp.where(active.reshape((-1,) + (1,) * (o.ndim - 1)), o,
                                 jnp.asarray(fill, o.dtype)),
@@ -124,8 +124,7 @@ def compacted_map(
             # compute a throwaway copy of the first active row and the scatter drops them.
             index = jnp.nonzero(active, size=size, fill_value=batch_size)[0]  # [S]
             source = jnp.where(index < batch_size, index, first_active)
-            gathered = [jax.tree.map(lambda x: jnp.take(x, source, axis=0), r) for r in rows]
-            out = fn(*gathered)
+            out = fn(*_take_rows(rows, source))
             return jax.tree.map(
                 lambda o: jnp.full((batch_size,) + o.shape[1:], fill, o.dtype)
                 .at[index].set(o, mode="drop"),
@@ -148,6 +147,11 @@ def compacted_map(
     return jax.lax.switch(branch, [lambda _, f=f: f() for f in branches], None)
 
 
+def _take_rows(rows: tuple, index: Array) -> list:
+    """Each pytree of ``rows`` at the batch rows ``index [S]``: ``[S, ...]`` arrays."""
+    return [jax.tree.map(lambda x: jnp.take(x, index, axis=0), r) for r in rows]
+
+
 def _chunked_map(fn: Callable[..., Any], active: Array, rows: tuple, chunk: int, fill: float,
                  first_active: Array) -> Any:
     """``compacted_map`` with ``chunk``: the active rows, in order, ``chunk`` at a time."""
@@ -163,7 +167,7 @@ def _chunked_map(fn: Callable[..., Any], active: Array, rows: tuple, chunk: int,
     def one_chunk(call: Array, out: Any) -> Any:
         at = jax.lax.dynamic_slice_in_dim(index, call * chunk, chunk)  # [chunk]
         source = jnp.where(at < batch_size, at, first_active)
-        result = fn(*[jax.tree.map(lambda x: jnp.take(x, source, axis=0), r) for r in rows])
+        result = fn(*_take_rows(rows, source))
         return jax.tree.map(lambda o, r: o.at[at].set(r, mode="drop"), out, result)
 
     return jax.lax.fori_loop(0, calls, one_chunk, out)
