@@ -307,8 +307,10 @@ def in_fast_envelope(concentrations: Array, uncertain: Array) -> Array:
     (K = 2, ``alpha, beta >= FAST_MIN_CONCENTRATION``, ``alpha + beta <= FAST_MAX_TOTAL``)."""
     if concentrations.shape[-1] != 2:
         return jnp.zeros(concentrations.shape[:-2], bool)
-    inside = (jnp.min(concentrations, axis=-1) >= FAST_MIN_CONCENTRATION) & (
-        jnp.sum(concentrations, axis=-1) <= FAST_MAX_TOTAL)
+    # On the two component slices: XLA:CPU reduces a minor axis of 2 with scalar code.
+    alpha, beta = concentrations[..., 0], concentrations[..., 1]
+    inside = ((jnp.minimum(alpha, beta) >= FAST_MIN_CONCENTRATION)
+              & (alpha + beta <= FAST_MAX_TOTAL))
     return jnp.all(inside | ~uncertain, axis=-1)
 
 
@@ -457,9 +459,10 @@ def _kernel_concentrations(concentrations: Array, valid: Array) -> Array:
 def fast_columns(concentrations: Array, valid: Array,
                  edges: Array) -> tuple[Array, Array]:
     """Each arm's terms on the grid ``edges [..., G]``, as the aggregates store them:
-    ``(table [..., S + 1, A], logs [..., S + 1, A])``. ``table``: ``ratio_a(s)`` in rows
-    ``s < S``, ``rate_a`` in row ``S``; ``logs``: ``log F_a(s)`` (``-inf`` where
-    ``F_a = 0``) in rows ``s < S``, ``log lower_a`` in row ``S``. An invalid arm's terms
+    ``(table [..., A, S + 1], logs [..., A, S + 1])``, arm-major. ``table``:
+    ``ratio_a(s)`` in columns ``s < S``, ``rate_a`` in column ``S``; ``logs``: ``log
+    F_a(s)`` (``-inf`` where ``F_a = 0``) in columns ``s < S``, ``log lower_a`` in
+    column ``S``. An invalid arm's terms
     are 0 (no mass, ``F = 1``). ``concentrations [..., A, 2]``, ``valid [..., A]``."""
     valid = jnp.asarray(valid, bool)
     log_cdf, is_zero, ratio, log_lower, rate = _fast_columns(
@@ -467,29 +470,29 @@ def fast_columns(concentrations: Array, valid: Array,
     table = jnp.concatenate([ratio, rate[..., None]], axis=-1)
     logs = jnp.concatenate([jnp.where(is_zero, -jnp.inf, log_cdf), log_lower[..., None]],
                            axis=-1)
-    return jnp.swapaxes(table, -1, -2), jnp.swapaxes(logs, -1, -2)
+    return table, logs
 
 
 def fast_aggregates(concentrations: Array, valid: Array,
                     grid_size: int = 21) -> tuple[FastAggregates, Array, Array]:
     """The aggregates of rows ``concentrations [..., A, 2]`` over the ``valid [..., A]``
     arms on the grid ``_fast_core`` would use, and the arms' stored terms
-    (``fast_columns``: ``table, logs [..., S + 1, A]``)."""
+    (``fast_columns``: ``table, logs [..., A, S + 1]``)."""
     valid = jnp.asarray(valid, bool)
     edges = fast_grid_edges(concentrations, valid, grid_size)
     table, logs = fast_columns(concentrations, valid, edges)
     vectors = jnp.where(valid[..., None], jnp.asarray(concentrations, jnp.float32), 0.0)
-    zero = jnp.isinf(logs[..., :-1, :])
+    zero = jnp.isinf(logs[..., :-1])
     high = jax.lax.Precision.HIGHEST
     aggregates = FastAggregates(
         edges=edges,
-        log_total=jnp.sum(jnp.where(zero, 0.0, logs[..., :-1, :]), axis=-1),
-        zeros=jnp.sum(zero.astype(jnp.float32), axis=-1),
-        ratio_sum=jnp.sum(table[..., :-1, :], axis=-1),
-        vector_sum=jnp.einsum("...sa,...ak->...sk", table[..., :-1, :], vectors, precision=high),
-        lower_log=jnp.sum(logs[..., -1, :], axis=-1),
-        rate_sum=jnp.sum(table[..., -1, :], axis=-1),
-        rate_vector=jnp.einsum("...a,...ak->...k", table[..., -1, :], vectors, precision=high),
+        log_total=jnp.sum(jnp.where(zero, 0.0, logs[..., :-1]), axis=-2),
+        zeros=jnp.sum(zero.astype(jnp.float32), axis=-2),
+        ratio_sum=jnp.sum(table[..., :-1], axis=-2),
+        vector_sum=jnp.einsum("...as,...ak->...sk", table[..., :-1], vectors, precision=high),
+        lower_log=jnp.sum(logs[..., -1], axis=-1),
+        rate_sum=jnp.sum(table[..., -1], axis=-1),
+        rate_vector=jnp.einsum("...a,...ak->...k", table[..., -1], vectors, precision=high),
     )
     return aggregates, table, logs
 
@@ -516,7 +519,7 @@ def update_fast_aggregates(aggregates: FastAggregates, old_table: Array, old_log
     """
     new_table, new_logs = fast_columns(new[..., None, :], new_valid[..., None],
                                        aggregates.edges)
-    new_table, new_logs = new_table[..., 0], new_logs[..., 0]
+    new_table, new_logs = new_table[..., 0, :], new_logs[..., 0, :]
     new_vector = jnp.where(new_valid[..., None], jnp.asarray(new, jnp.float32), 0.0)
 
     def finite(logs):
@@ -555,7 +558,7 @@ def _node_weights(aggregates: FastAggregates) -> tuple[Array, Array]:
 def fast_selection(aggregates: FastAggregates) -> Array:
     """The first stage of the selection draw, ``[..., S + 1]`` unnormalized: sub-node s
     with weight ``W(s) ratio_sum(s)``, the lower tail with weight ``L``; the second
-    stage draws the arm from the table's row (``beliefs.two_stage_index``)."""
+    stage draws the arm from the table's column (``beliefs.two_stage_index``)."""
     node, lower = _node_weights(aggregates)
     return jnp.concatenate([node * jnp.maximum(aggregates.ratio_sum, 0.0), lower[..., None]],
                            axis=-1)
