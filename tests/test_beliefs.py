@@ -281,9 +281,9 @@ def test_two_stage_sampler_matches_its_mixture():
     table = jnp.array([[1.0, 0.0, 0.0, 3.0],
                        [5.0, 5.0, 5.0, 5.0],  # a stage of weight 0: never used
                        [0.0, 0.0, 1.0, 1.0],
-                       [0.0, 2.0, 0.0, 0.0]], jnp.float32)
-    rows = np.asarray(table) / np.asarray(table).sum(-1, keepdims=True)
-    prob = np.asarray(weights) @ rows / np.asarray(weights).sum()
+                       [0.0, 2.0, 0.0, 0.0]], jnp.float32).T  # [A, S]: column s, stage s
+    columns = np.asarray(table) / np.asarray(table).sum(0, keepdims=True)
+    prob = columns @ np.asarray(weights) / np.asarray(weights).sum()
     num_samples = 40_000
     keys = jax.random.split(jax.random.PRNGKey(4), num_samples)
     uniforms = jax.vmap(lambda k: jax.random.uniform(k, ()))(keys)
@@ -295,7 +295,7 @@ def test_two_stage_sampler_matches_its_mixture():
     p = jnp.array([0.0, 0.05, 0.3, 0.0, 0.15, 0.5, 0.0], jnp.float32)
     uniforms = jax.random.uniform(jax.random.PRNGKey(5), (2_000,))
     single = beliefs.inverse_cdf_index(beliefs.cumulative_probability(p)[None], uniforms)
-    staged = jax.vmap(lambda u: beliefs.two_stage_index(jnp.ones(1), p[None], u))(uniforms)
+    staged = jax.vmap(lambda u: beliefs.two_stage_index(jnp.ones(1), p[:, None], u))(uniforms)
     np.testing.assert_array_equal(single, staged)
     # Boundaries never reach a zero-probability entry.
     largest = np.nextafter(np.float32(1.0), np.float32(0.0))

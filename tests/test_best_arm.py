@@ -191,7 +191,7 @@ def test_fast_aggregates_updated_in_place_equal_a_fresh_build():
 
     def selection(aggregates, table):
         w, t = np.asarray(ba.fast_selection(aggregates)), np.asarray(table)
-        p = np.einsum("rs,rsa->ra", w, t / np.maximum(t.sum(-1, keepdims=True), 1e-30))
+        p = np.einsum("rs,ras->ra", w, t / np.maximum(t.sum(-2, keepdims=True), 1e-30))
         return p / p.sum(-1, keepdims=True)
 
     build = jax.jit(ba.fast_aggregates)
@@ -210,10 +210,10 @@ def test_fast_aggregates_updated_in_place_equal_a_fresh_build():
         new[index, arm] *= np.exp(rng.normal(0.0, 0.05, (rows, 2))).astype(np.float32)
         new_valid[index, arm] ^= rng.uniform(size=rows) < 0.1  # a child resolved / back
         new_valid[:, 0] |= ~new_valid.any(-1)
-        stepped, column, log_column = update(aggregates, table[index, :, arm],
-                                             logs[index, :, arm], conc[index, arm],
-                                             new[index, arm], new_valid[index, arm])
-        table[index, :, arm], logs[index, :, arm] = np.asarray(column), np.asarray(log_column)
+        stepped, terms, log_terms = update(aggregates, table[index, arm], logs[index, arm],
+                                           conc[index, arm], new[index, arm],
+                                           new_valid[index, arm])
+        table[index, arm], logs[index, arm] = np.asarray(terms), np.asarray(log_terms)
         fresh, fresh_table, fresh_logs = build(new, new_valid)
         same = np.all(np.asarray(fresh.edges) == np.asarray(aggregates.edges), axis=-1)
         moved += int((~same).sum())

@@ -132,10 +132,10 @@ def _check_root_cache_is_fresh(tree, options):
     stored = tree.extra_data.root_selection
     live = ~np.asarray(tree.node_extras.proven[:, 0])
     assert live.any() and np.all(np.asarray(stored.current)[live])
-    def distribution(cache):  # sum_s w_s table[s, a] / sum_b table[s, b], normalized
+    def distribution(cache):  # sum_s w_s table[a, s] / sum_b table[b, s], normalized
         weights, table = np.asarray(cache.weights)[live], np.asarray(cache.table)[live]
-        rows = table / np.maximum(table.sum(-1, keepdims=True), 1e-30)
-        p = np.einsum("bs,bsa->ba", weights, rows)
+        columns = table / np.maximum(table.sum(-2, keepdims=True), 1e-30)
+        p = np.einsum("bs,bas->ba", weights, columns)
         return p / p.sum(-1, keepdims=True)
 
     np.testing.assert_allclose(distribution(stored), distribution(fresh), atol=2e-5)

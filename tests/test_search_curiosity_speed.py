@@ -186,8 +186,8 @@ def test_compacted_search_equals_full_batch_search(pbest_method):
     def selection(out):  # each node's selection distribution, [B, N, A]
         cache = out.search_tree.node_extras.selection
         table = np.asarray(cache.table)
-        rows = table / np.maximum(table.sum(-1, keepdims=True), 1e-30)
-        p = np.einsum("bns,bnsa->bna", np.asarray(cache.weights), rows)
+        columns = table / np.maximum(table.sum(-2, keepdims=True), 1e-30)
+        p = np.einsum("bns,bnas->bna", np.asarray(cache.weights), columns)
         return p / np.maximum(p.sum(-1, keepdims=True), 1e-30)
 
     np.testing.assert_allclose(selection(full), selection(compact), atol=1e-6)

@@ -163,14 +163,14 @@ def _incremental_update(tree: Tree, cache: SelectionCache, arm: chex.Array, node
                         kappa: chex.Numeric, options: CuriosityOptions):
     """The root's new state from its cached aggregates and the one child that changed
     (``selection_cache.update_incremental``): ``(belief, proven, score, length, weights
-    [S, W], aggregates, table column [S, W], logs column [S, W], arm_belief [S, K],
+    [S, W], aggregates, table terms [S, W], logs terms [S, W], arm_belief [S, K],
     arm_valid [S], ok [S])``; where not ``ok`` the caller uses
     ``_rebuilt_update`` instead. ``cache``: the root's selection caches ``[S, ...]``
-    with ``table`` and ``logs`` holding only the changed child's columns ``[S, W]``;
+    with ``table`` and ``logs`` holding only the changed child's terms ``[S, W]``;
     ``arm [S]``: that child's action."""
     kids = _children(tree, node_beliefs, proven, scores, lengths, tree_index, child, options)
     valid = ~kids["invalid"] & ~kids["proven"]
-    weights, aggregates, column, log_column, mixture, ok = update_incremental(
+    weights, aggregates, terms, log_terms, mixture, ok = update_incremental(
         cache, arm, kids["beliefs"], valid, options.grid_size)
     belief, is_proven, score, length = _settle(tree, node_beliefs, visits, proven, scores,
                                                lengths, tree_index, kids, mixture, kappa)
@@ -178,7 +178,7 @@ def _incremental_update(tree: Tree, cache: SelectionCache, arm: chex.Array, node
     # A proven root is never selected from again: its cache need not be rebuilt. A root
     # proven now takes its exact belief's total from the fresh mixture (_rebuilt_update).
     already = proven[tree_index, kids["parent"]]
-    return (belief, is_proven, score, length, weights, aggregates, column, log_column,
+    return (belief, is_proven, score, length, weights, aggregates, terms, log_terms,
             kids["beliefs"][rows, arm], valid[rows, arm], (ok & ~is_proven) | already)
 
 
@@ -204,7 +204,7 @@ def _rebuilt_update(tree: Tree, node_beliefs, visits, proven, scores, lengths, t
 
 
 def _without_tables(tree: Tree) -> Tree:
-    """``tree`` without the nodes' ``[B, N, 1, A]`` selection tables (the updates never
+    """``tree`` without the nodes' ``[B, N, A, 1]`` selection tables (the updates never
     read them; a compacted map would pass them to every branch of its switch)."""
     selection = tree.node_extras.selection
     return tree.replace(node_extras=tree.node_extras.replace(
@@ -291,9 +291,9 @@ def _root_update(tree: Tree, state: tuple, root_selection: SelectionCache, *,
     arrays = (node_beliefs, visits, proven, scores, lengths)
     small = _without_tables(tree)
     arm = jnp.maximum(tree.action_from_parent[batch, child], 0)  # skipped: 0, never written
-    cache = root_selection.replace(table=root_selection.table[batch, :, arm],
-                                   logs=root_selection.logs[batch, :, arm])
-    (belief, is_proven, score, length, weights, aggregates, column, log_column, arm_belief,
+    cache = root_selection.replace(table=root_selection.table[batch, arm],
+                                   logs=root_selection.logs[batch, arm])
+    (belief, is_proven, score, length, weights, aggregates, terms, log_terms, arm_belief,
      arm_valid, ok) = _incremental_update(small, cache, arm, *arrays, batch, child,
                                           kappa=kappa, options=options)
     in_place = active & ok
@@ -305,10 +305,10 @@ def _root_update(tree: Tree, state: tuple, root_selection: SelectionCache, *,
 
     root_selection = root_selection.replace(
         weights=keep_where(in_place, weights, root_selection.weights),
-        table=root_selection.table.at[batch, :, arm].set(
-            keep_where(in_place, column, cache.table)),
-        logs=root_selection.logs.at[batch, :, arm].set(
-            keep_where(in_place, log_column, cache.logs)),
+        table=root_selection.table.at[batch, arm].set(
+            keep_where(in_place, terms, cache.table)),
+        logs=root_selection.logs.at[batch, arm].set(
+            keep_where(in_place, log_terms, cache.logs)),
         aggregates=keep_where(in_place, aggregates, root_selection.aggregates),
         arms=root_selection.arms.at[batch, arm].set(
             keep_where(in_place, arm_belief, root_selection.arms[batch, arm])),

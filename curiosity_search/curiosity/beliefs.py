@@ -310,22 +310,23 @@ def stage_index(weights: Array, uniform: Array) -> tuple[Array, Array]:
 
 def two_stage_index(weights: Array, table: Array, uniform: Array) -> Array:
     """The index a two-stage inverse-CDF draw picks, ``[...]`` int32: ``a`` has
-    probability ``sum_s w_s table[s, a] / sum_b table[s, b]`` (normalized over s).
+    probability ``sum_s w_s table[a, s] / sum_b table[b, s]`` (normalized over s).
 
     Args:
       weights: ``[..., S]`` non-negative stage weights ``w_s`` (need not sum to 1).
-      table: ``[..., S, A]`` non-negative; row ``s`` is the second stage's distribution.
+      table: ``[..., A, S]`` non-negative; column ``s`` is the second stage's
+        distribution.
       uniform: ``[...]`` in ``[0, 1)``.
 
     ``uniform`` picks ``s`` (``stage_index``); its position inside ``s``'s interval
-    picks ``a`` over the running sum of row ``s`` (``inverse_cdf_index``). Only row
-    ``s`` of the table is read. With ``S = 1`` this is ``inverse_cdf_index`` over
-    ``table[0]``'s running sum, draw for draw. An entry of zero probability is never
+    picks ``a`` over the running sum of column ``s`` (``inverse_cdf_index``). Only
+    column ``s`` of the table is read. With ``S = 1`` this is ``inverse_cdf_index`` over
+    ``table[:, 0]``'s running sum, draw for draw. An entry of zero probability is never
     drawn.
     """
     stage, inside = stage_index(weights, uniform)
-    row = jnp.take_along_axis(table, stage[..., None, None], axis=-2)[..., 0, :]
-    return inverse_cdf_index(cumulative_probability(row), inside)
+    column = jnp.take_along_axis(table, stage[..., None, None], axis=-1)[..., 0]
+    return inverse_cdf_index(cumulative_probability(column), inside)
 
 
 def sample_from_probability(rng_key: chex.PRNGKey, probability: Array) -> Array:

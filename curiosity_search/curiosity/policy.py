@@ -15,7 +15,7 @@ search belief seen from the parent's side (``CuriosityOptions.to_parent``).
   (with ``pbest_updates="incremental"`` the root's holds the fast kernel's aggregates,
   updated for the one child that changed, in ``tree.extra_data``) and selection reads
   it in O(A + G): a two-stage inverse-CDF draw (``beliefs.stage_index``, then one
-  table row). A new node's distribution over its Q_a priors is computed lazily, when a
+  table column). A new node's distribution over its Q_a priors is computed lazily, when a
   descent first stops on it (the kernel's ``prepare_fn``).
 - Backup (``backup.curiosity_backup``): pi = P(best) over the children, the pi-mixture,
   ``C = (1 - gamma) V + gamma Qbar``, ``gamma = n / (kappa + n)``.
@@ -144,9 +144,9 @@ def curiosity_root_selection(rng_key: chex.PRNGKey, tree: Tree,
 
 def _draw(cache, uniform: chex.Array) -> chex.Array:
     """The action ``[]`` a two-stage inverse-CDF draw of ``uniform`` picks from one
-    node's ``cache`` (only the drawn stage's row ``[A]`` is read)."""
+    node's ``cache`` (only the drawn stage's column ``[A]`` is read)."""
     stage, inside = beliefs.stage_index(cache.weights, uniform)
-    return beliefs.inverse_cdf_index(beliefs.cumulative_probability(cache.table[stage]),
+    return beliefs.inverse_cdf_index(beliefs.cumulative_probability(cache.table[:, stage]),
                                      inside)
 
 

@@ -1,24 +1,26 @@
 """A node's selection distribution, P(best) over its unresolved children, kept current.
 
 Selection reads, per node, a two-stage distribution (``beliefs.two_stage_index``):
-stage weights ``weights [W]`` and a table ``table [W, A]`` whose rows are the second
-stage's distributions over the children. Two layouts:
+stage weights ``weights [W]`` and a table ``table [A, W]`` whose columns are the
+second stage's distributions over the children (arm-major: the incremental layout's
+terms are computed per arm, and a backup rewrites one arm's ``[W]`` terms). Two
+layouts:
 
 - **full** (every node but an incremental root): ``W = 1``, ``weights = [1]`` and
-  ``table[0]`` = P(best) over the unresolved children, recomputed by every backup
+  ``table[:, 0]`` = P(best) over the unresolved children, recomputed by every backup
   through the node (``from_probability``).
 - **incremental** (the root's, with ``pbest_updates="incremental"``, K = 2, the
   ``fast`` P(best) and the ``"average"`` summary; ``CuriosityOptions.incremental``):
   ``W = S + 1`` with ``S = 3 (G - 1) + 1`` grid sub-nodes. The node keeps the fast
   kernel's aggregates over its children on its own grid (``best_arm.FastAggregates``)
   and the beliefs they hold (``arms [A, K]``, ``arms_valid [A]``) with each child's
-  stored terms (``logs [W, A]``, ``best_arm.fast_columns``). P(a is best) is
+  stored terms (``logs [A, W]``, ``best_arm.fast_columns``). P(a is best) is
   ``sum_s W(s) ratio_a(s)`` plus a lower-tail term, so the stage weight of sub-node s
-  is ``W(s) sum_a ratio_a(s)`` (row s of the table holds ``ratio_a(s)``) and that of
-  the lower tail is ``L`` (its row holds the tail rates): exactly P(best), drawn
+  is ``W(s) sum_a ratio_a(s)`` (column s of the table holds ``ratio_a(s)``) and that
+  of the lower tail is ``L`` (its column holds the tail rates): exactly P(best), drawn
   without ever forming it. A backup changes one child, so it takes the child's stored
   terms out of the aggregates and its new ones in (exactly what was put in comes out,
-  so rounding does not accumulate), rewrites its table and logs columns and the stage
+  so rounding does not accumulate), rewrites its table and logs rows and the stage
   weights, and the mixture of the children's beliefs follows from the aggregates
   (``fast_mixture``): O(S K + A) instead of the O(A S) of a fresh P(best)
   (``update_incremental``). The fast grid is a step function of the beliefs
@@ -26,13 +28,13 @@ stage's distributions over the children. Two layouts:
   kernel's envelope, or when the node holds no aggregates, it is rebuilt in full
   (``build_incremental``): the numbers are always those of a fresh P(best) on the
   current beliefs, up to float32 rounding. A row outside the envelope takes the
-  ``accurate`` method's P(best) as a one-row table (``current`` False: the next backup
+  ``accurate`` method's P(best) as a one-column table (``current`` False: the next backup
   rebuilds it).
 
 Why only the root: every backup ends at the root, and in a wide search (A above the
 simulation count) it takes most of the work (2,048 of the 2,283 P(best) rows a search
 needs at B = 64, 32 simulations on 11x11 Hex); an incremental cache costs ``2 W A`` floats per
-node, which for every node of every tree (``[B, N, W, A]``) cost more memory traffic
+node, which for every node of every tree (``[B, N, A, W]``) cost more memory traffic
 than it saved (results/bench/README.md). The root's cache lives in
 ``tree.extra_data`` (``nodes.CuriosityExtraData``), one per tree.
 
@@ -62,9 +64,9 @@ from curiosity_search.curiosity.best_arm import (
 class SelectionCache:
     """One node's selection distribution (``[..., ...]`` leading dims in a tree).
 
-    weights: ``[W]`` stage weights; table: ``[W, A]`` (see the module docstring).
+    weights: ``[W]`` stage weights; table: ``[A, W]`` (see the module docstring).
     Incremental layout only (None otherwise): aggregates: ``FastAggregates`` of the
-    node's children; logs: ``[W, A]`` the children's stored log CDF terms (the table
+    node's children; logs: ``[A, W]`` the children's stored log CDF terms (the table
     holds their ratio terms); arms: ``[A, K]`` the children's beliefs they hold; arms_valid:
     ``[A]`` bool, the children they count (legal and unresolved); current: ``[]`` bool,
     the aggregates are the fast kernel's for ``arms`` (False: rebuild at the next backup).
@@ -82,15 +84,15 @@ class SelectionCache:
 def empty_cache(leading: tuple[int, ...], num_actions: int) -> SelectionCache:
     """An unset full-layout cache of shape ``leading`` (zeros)."""
     return SelectionCache(weights=jnp.zeros(leading + (1,)),
-                          table=jnp.zeros(leading + (1, num_actions)))
+                          table=jnp.zeros(leading + (num_actions, 1)))
 
 
 def from_probability(probability: chex.Array) -> SelectionCache:
     """The full layout for ``probability [..., A]``: ``weights [..., 1]`` of ones,
-    ``table [..., 1, A]``."""
+    ``table [..., A, 1]``."""
     probability = jnp.asarray(probability, jnp.float32)
     return SelectionCache(weights=jnp.ones(probability.shape[:-1] + (1,), jnp.float32),
-                          table=probability[..., None, :])
+                          table=probability[..., None])
 
 
 def build_incremental(concentrations: chex.Array, valid: chex.Array,
@@ -111,12 +113,12 @@ def build_incremental(concentrations: chex.Array, valid: chex.Array,
 
     def with_accurate():
         probability = best_arm_probability(concentrations, ~valid, grid_size, "accurate")
-        one_row = jnp.zeros_like(table).at[..., 0, :].set(probability)
+        one_column = jnp.zeros_like(table).at[..., 0].set(probability)
         first = jnp.zeros_like(weights).at[..., 0].set(1.0)
         average = beliefs.summarize_mixture(
             probability, jnp.where(valid[..., None], concentrations, 0.0), "average")
         keep = inside[..., None]
-        return (jnp.where(keep, weights, first), jnp.where(keep[..., None], table, one_row),
+        return (jnp.where(keep, weights, first), jnp.where(keep[..., None], table, one_column),
                 jnp.where(keep, mixture, average))
 
     weights, table, mixture = jax.lax.cond(jnp.any(~inside), with_accurate,
@@ -132,12 +134,12 @@ def update_incremental(cache: SelectionCache, arm: chex.Array, concentrations: c
 
     Args:
       cache: rows ``[R, ...]`` of the incremental layout as of the last backup, with
-        ``table`` and ``logs`` holding only the changed child's columns ``[R, W]``.
+        ``table`` and ``logs`` holding only the changed child's terms ``[R, W]``.
       arm: ``[R]`` int32, the child that changed (every other child is as ``cache.arms``).
       concentrations: ``[R, A, 2]`` the children's current beliefs; valid: ``[R, A]``.
 
     Returns:
-      ``(weights [R, W], aggregates, table column [R, W], logs column [R, W], mixture
+      ``(weights [R, W], aggregates, the arm's table terms [R, W] and logs terms [R, W], mixture
       [R, K], ok [R] bool)``: valid only where ``ok`` (the cache was current, the grid did
       not move and the row is inside the fast envelope), else the caller rebuilds
       (``build_incremental``).
