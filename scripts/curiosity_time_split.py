@@ -60,9 +60,9 @@ from curiosity_search.search import policies
 
 
 def mean_score_softmax(concentrations, invalid_actions=None, grid_size=21, method="fast",
-                       exact_scores=None):
+                       exact_scores=None, *, fallback=True):
     """Stand-in for ``best_arm_probability``: softmax of 3 x mean score, ``[..., A]``."""
-    del grid_size, method, exact_scores
+    del grid_size, method, exact_scores, fallback
     mean = concentrations[..., 0] / jnp.sum(concentrations, axis=-1)
     weights = jnp.where(invalid_actions, 0.0, jnp.exp(3.0 * mean))
     return weights / jnp.sum(weights, axis=-1, keepdims=True)
