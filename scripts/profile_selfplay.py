@@ -20,7 +20,12 @@ Prints (and writes as CSV rows ``view, name, ms, fraction``):
   stack frame XLA dropped), ``environment`` (envs/, pgx), ``curiosity_backup``
   (curiosity/backup.py), ``curiosity_other`` (the rest of curiosity/), ``search_kernel``
   (search/), ``selfplay`` (train/), else ``unattributed``;
-- ``function``: the ``--top`` innermost ``file:function`` sites.
+- ``function``: the ``--top`` innermost ``file:function`` sites;
+- ``wall``: the fastest run, the profiled run's op total and the share of that run's
+  wall time its op events span. The profiler keeps about a million trace events; a
+  longer phase (curiosity on hex5 executes ~400k ops in half its 16 moves) loses the
+  rest, and the script warns below 90%: profile fewer moves then
+  (``--set selfplay.moves_per_iteration=4``).
 
 ``--rows`` (curiosity only) also counts, in one more self-play phase compiled with
 counters, the P(best) rows per tree-simulation by site, active (trees that need a
@@ -132,17 +137,22 @@ def _function(stack: list) -> str:
     return "unattributed"
 
 
-def profile(play, state, key) -> tuple[dict[str, float], dict[str, float]]:
-    """Per-component and per-function op milliseconds of one ``play(state, key)``."""
+def profile(play, state, key) -> tuple[dict[str, float], dict[str, float], float]:
+    """Per-component and per-function op milliseconds of one ``play(state, key)``, and
+    the share of that run's wall time its op events span (below 1 when the profiler's
+    event cap cut the trace short: the figures then cover the run's first part only)."""
     instructions = _instructions(play.lower(state, key).compile().as_text())
     with tempfile.TemporaryDirectory(prefix="profile_selfplay_") as folder:
         with jax.profiler.trace(folder, create_perfetto_trace=True):
+            start = time.perf_counter()
             jax.block_until_ready(play(state, key))
+            wall = time.perf_counter() - start
         trace = sorted(glob.glob(f"{folder}/**/*.json.gz", recursive=True))[-1]
         with gzip.open(trace) as handle:
             events = json.load(handle)["traceEvents"]
     components: collections.Counter = collections.Counter()
     functions: collections.Counter = collections.Counter()
+    first, last = float("inf"), float("-inf")
     for event in events:
         if event.get("ph") != "X" or "dur" not in event:
             continue
@@ -152,7 +162,9 @@ def profile(play, state, key) -> tuple[dict[str, float], dict[str, float]]:
         _, op_name, stack = found
         components[_component(op_name, stack)] += event["dur"] / 1e3
         functions[_function(stack)] += event["dur"] / 1e3
-    return dict(components), dict(functions)
+        first, last = min(first, event["ts"]), max(last, event["ts"] + event["dur"])
+    coverage = (last - first) / 1e6 / wall if last > first else 0.0
+    return dict(components), dict(functions), coverage
 
 
 def pbest_rows(cfg, trainer_state_key) -> dict[str, float]:
@@ -191,13 +203,19 @@ def main() -> None:
         start = time.perf_counter()
         jax.block_until_ready(play(state, jax.random.fold_in(root_key, 1 + repeat)))
         wall = min(wall, time.perf_counter() - start)
-    components, functions = profile(play, state, jax.random.fold_in(root_key, 99))
+    components, functions, coverage = profile(play, state, jax.random.fold_in(root_key, 99))
     total = sum(components.values())
     rows = [{"view": "wall", "name": "self_play_phase (fastest run)", "ms": wall * 1e3,
              "fraction": ""},
-            {"view": "wall", "name": "ops (profiled run)", "ms": total, "fraction": 1.0}]
+            {"view": "wall", "name": "ops (profiled run)", "ms": total, "fraction": 1.0},
+            {"view": "wall", "name": "profiled run's wall time its op events span", "ms": "",
+             "fraction": coverage}]
     print(f"{cfg.name}: self-play phase {wall:.3f} s (fastest of {args.repeats}); "
-          f"ops in the profiled run {total / 1e3:.3f} s")
+          f"ops in the profiled run {total / 1e3:.3f} s, spanning {coverage:.0%} of its wall time")
+    if coverage < 0.9:
+        print(f"WARNING: the trace covers only the first {coverage:.0%} of the profiled run "
+              "(the profiler keeps about a million events); the figures below are for that "
+              "part. Profile fewer moves, e.g. --set selfplay.moves_per_iteration=4.")
     for view, table, limit in (("component", components, None),
                                ("function", functions, args.top)):
         print(f"by {view}:")
