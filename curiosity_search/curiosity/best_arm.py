@@ -462,8 +462,8 @@ def fast_columns(concentrations: Array, valid: Array,
     ``(table [..., A, S + 1], logs [..., A, S + 1])``, arm-major. ``table``:
     ``ratio_a(s)`` in columns ``s < S``, ``rate_a`` in column ``S``; ``logs``: ``log
     F_a(s)`` (``-inf`` where ``F_a = 0``) in columns ``s < S``, ``log lower_a`` in
-    column ``S``. An invalid arm's terms
-    are 0 (no mass, ``F = 1``). ``concentrations [..., A, 2]``, ``valid [..., A]``."""
+    column ``S``. An invalid arm's terms are 0 (no mass, ``F = 1``).
+    ``concentrations [..., A, 2]``, ``valid [..., A]``."""
     valid = jnp.asarray(valid, bool)
     log_cdf, is_zero, ratio, log_lower, rate = _fast_columns(
         _kernel_concentrations(concentrations, valid), valid, edges)
