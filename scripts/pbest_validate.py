@@ -5,7 +5,7 @@ judged on.
     python scripts/pbest_validate.py --outcomes 3 --regimes far_below_one --seeds 7 8 9 11 12
 
 For each (seed, regime) it draws ``--cases`` cases the way tests/test_best_arm.py does
-(``_case``: up to 6 arms), computes the log-space Monte Carlo reference
+(``_case``: 2 to 6 arms, or exactly ``--arms``), computes the log-space Monte Carlo reference
 (``tests/pbest_reference.py``, 200,000 draws, standard error <= 0.0011) and prints each
 method's max and mean abs error at G = 21 and how many cases exceed 0.01.
 """
@@ -37,6 +37,9 @@ def main() -> None:
     parser.add_argument("--cases", type=int, default=60)
     parser.add_argument("--methods", nargs="+", default=list(PBEST_METHODS),
                         choices=PBEST_METHODS)
+    parser.add_argument("--arms", type=int, default=None,
+                        help="every case with exactly this many arms (default: 2 to "
+                             f"{ARMS}, as the test); wide boards have 16-122")
     args = parser.parse_args()
     methods = {m: jax.jit(functools.partial(best_arm_probability, grid_size=21, method=m))
                for m in args.methods}
@@ -44,18 +47,20 @@ def main() -> None:
     for seed in args.seeds:
         for regime in args.regimes:
             rng = np.random.default_rng(seed)
-            conc = np.ones((args.cases, ARMS, k), np.float32)
-            invalid = np.ones((args.cases, ARMS), bool)
+            width = ARMS if args.arms is None else args.arms
+            conc = np.ones((args.cases, width, k), np.float32)
+            invalid = np.ones((args.cases, width), bool)
             for i in range(args.cases):
-                case = _case(rng, regime, k)
+                case = _case(rng, regime, k, args.arms)
                 conc[i, : len(case)] = case
                 invalid[i, : len(case)] = False
             reference = monte_carlo_best_arm(conc, invalid, num_samples=SAMPLES, seed=1)
             for name, method in methods.items():
                 error = np.abs(np.asarray(method(conc, invalid)) - reference).max(-1)
-                print(f"K={k} seed={seed:<3d} {regime:14s} {name:8s} max {error.max():.4f} "
-                      f"mean {error.mean():.4f} over {TOLERANCE}: {int((error > TOLERANCE).sum())}"
-                      f"/{args.cases}", flush=True)
+                print(f"K={k} A={width} seed={seed:<3d} {regime:14s} {name:8s} "
+                      f"max {error.max():.4f} mean {error.mean():.4f} "
+                      f"over {TOLERANCE}: {int((error > TOLERANCE).sum())}/{args.cases}",
+                      flush=True)
 
 
 if __name__ == "__main__":

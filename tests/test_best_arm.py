@@ -32,9 +32,11 @@ SAMPLES = 200_000
 TOLERANCE = 0.01
 
 
-def _case(rng: np.random.Generator, regime: str, num_outcomes: int) -> np.ndarray:
+def _case(rng: np.random.Generator, regime: str, num_outcomes: int,
+          num_arms: int | None = None) -> np.ndarray:
+    """One case's concentrations ``[n, K]``: ``n`` arms (2 to ARMS, or ``num_arms``)."""
     k = num_outcomes
-    n = int(rng.integers(2, ARMS + 1))
+    n = int(rng.integers(2, ARMS + 1)) if num_arms is None else num_arms
     if regime == "random":
         return rng.dirichlet(np.ones(k), n) * 10 ** rng.uniform(0, 2, (n, 1))
     if regime == "far_below_one":  # p near 0 or 1 (Beta) / near a vertex (Dirichlet)

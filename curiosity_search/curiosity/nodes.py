@@ -54,7 +54,8 @@ class CuriosityOptions:
     Attributes:
       grid_size: G, the P(best) grid (``best_arm.best_arm_probability``).
       pbest_method: ``"fast"`` or ``"accurate"`` (both within 0.01 of an exact
-        reference for K = 2, see ``best_arm``).
+        reference up to 16 arms; ``accurate`` errs more with 26 or more, see
+        ``best_arm``).
       belief_summary: how a mixture of beliefs becomes one: ``"average"`` of parameter
         vectors (the blog's rule) or ``"moment_match"``.
       two_player: alternate perspectives between plies (zero-sum, alternating moves).
