@@ -17,45 +17,42 @@ Exact arms, with ``s*`` the best exact score:
 Two methods, both within 0.01 (max abs) of a Monte Carlo in logit space
 (``tests/pbest_reference.py``) on random beliefs, concentrations far below 1,
 1e4-sharp arms against flat ones, identical arms, one legal arm and masked arms
-(tests/test_best_arm.py, 2 to 6 arms), for K = 2 and K = 3.
+(tests/test_best_arm.py, 2 to 6 arms), for K = 2 and K = 3, and at K = 2 with as many
+arms as wide boards have (26 and 122; those rows include heavy-tailed arms).
 
-**Known defect, many arms (found 2026-12-04, not fixed):** ``accurate`` loses accuracy
-as the arm count grows. ``python scripts/pbest_validate.py --outcomes 2 --regimes random
---seeds 7 --cases 20 --arms N`` (these rows have totals up to 100, outside the fast
-envelope, so both methods run ``accurate``): max error 0.0026 at 9 arms, 0.0048 at 16,
-**0.043 at 26 and 0.048 at 122** (2 and 16 of 20 cases over 0.01); at K = 3, 9 arms
-(tic-tac-toe), 0.0030. On 40 random rows with totals 1-64 (inside the envelope; a
-throwaway check against the same Monte Carlo) ``fast`` erred by at most 0.0008 at 26
-arms and 0.0006 at 122, ``accurate`` by 0.013 and 0.12. The likely cause: with many
-arms the product ``prod_b F_b`` climbs from ~0 to ~1 within one or two of the accurate
-grid's cells (its edges follow the pooled per-arm candidates, not the max's
-distribution), where 3-point Gauss on linearly interpolated CDFs cannot follow a
-product of that degree. A K = 2 search reaches ``accurate`` only for rows outside the
-fast envelope (bounded heads and their convex combinations stay inside unless
-``network.belief_cap`` is above 64 or ``network.belief_floor`` below 1) or with
-``pbest_method: accurate``.
-
-- ``accurate``: the grid is placed where comparisons are decided (pooled per-arm
-  candidates, a sort), per-arm CDFs come from tabulated logit-Beta CDFs
-  (``score_cdf``), cell masses are exact, and each arm's density is linear inside a
-  cell, integrated against the product of the others' CDFs by 3-point Gauss-Legendre.
-  Any belief. ~0.8 ms per row of 122 arms on this CPU. For K = 3 everything lives on
-  the score axis ``y = sign(z) |z|^(1/128)`` (``score_cdf.logit_to_score_axis``,
-  ``z = logit(score)``), on which a Dirichlet at its draw vertex, whose score lies within
-  e^-1000 of 1/2, keeps its order against the others; the score CDF is a 1-D integral of
-  the exact representation (``score_cdf.score_cdf_and_density``, 8-point Gauss-Legendre
-  in quantile space, the density analytic); each arm adds ``G`` candidates at quantiles
-  of a stratified sample of its score (``score_cdf.score_sample``), which follow mass at
-  a vertex that moments miss; and the grid gets three more edges, at score 1/2 and at
-  ``|z| = _DRAW_VERTEX_LOGIT`` either side (``_with_draw_vertex_edges``), where a
-  Dirichlet's score density can be singular or jump; the cells beside 1/2 take the
-  profile that holds their mass. On the 30 cases per regime of tests/test_best_arm.py
-  (G = 21) K = 3 errs by at most 0.0085 (concentrations far below 1), 0.0022 (random),
-  0.0024 (sharp vs flat), 0.0030 (identical), 0.0027 (masked); on 300 more cases per
-  regime under other seeds (``python scripts/pbest_validate.py --outcomes 3 --regimes
-  far_below_one random sharp_vs_flat identical --seeds 7 8 9 11 12 --methods
-  accurate``) at most 0.0056, 0.0034, 0.0033, 0.0031. ``python scripts/pbest_cost.py``
-  on [256, 9]: ~0.33-0.44 ms per K = 3 row on a 2-core machine.
+- ``accurate``: the grid is placed where comparisons are decided, in two passes: G
+  edges at the quantiles of the pooled per-arm candidates (a sort) and the highest
+  candidate; then G more at the quantiles of the max's CDF ``prod_b F_b`` read off
+  the first pass (``_max_quantile_edges``), because with many arms the pooled
+  candidates follow the crowd while the max climbs from ~0 to ~1 within a cell or two
+  (or, with a heavy-tailed arm, beyond the last edge): with the first pass alone
+  ``accurate`` erred by 0.043 at 26 arms and 0.048 at 122 (2026-12-04). Per-arm CDFs
+  come from tabulated logit-Beta CDFs (``score_cdf``), cell masses are exact, and
+  each arm's density is linear inside a cell, integrated against the product of the
+  others' CDFs by 3-point Gauss-Legendre. Any belief. K = 2, ``python
+  scripts/pbest_validate.py --outcomes 2 --regimes random far_below_one sharp_vs_flat
+  identical --seeds 7 8 --cases 20 --arms N --methods accurate`` for N = 9, 16, 26,
+  64, 122: max error 0.0048 (16 arms, random), no regime above 0.0031 at 26 or more
+  arms. ``python scripts/pbest_cost.py --batch 64 --arms 122 --outcomes 2 --methods
+  accurate``: ~0.34-0.47 ms per row of 122 arms (one pass: ~0.23-0.31).
+  For K = 3 everything lives on the score axis ``y = sign(z) |z|^(1/128)``
+  (``score_cdf.logit_to_score_axis``, ``z = logit(score)``), on which a Dirichlet at its
+  draw vertex, whose score lies within e^-1000 of 1/2, keeps its order against the
+  others; the score CDF is a 1-D integral of the exact representation
+  (``score_cdf.score_cdf_and_density``, 8-point Gauss-Legendre in quantile space, the
+  density analytic); each arm adds ``G`` candidates at quantiles of a stratified sample
+  of its score (``score_cdf.score_sample``), which follow mass at a vertex that moments
+  miss; and the grid gets three more edges, at score 1/2 and at ``|z| =
+  _DRAW_VERTEX_LOGIT`` either side (``_with_draw_vertex_edges``), where a Dirichlet's
+  score density can be singular or jump; the cells beside 1/2 take the profile that
+  holds their mass. On the 30 cases per regime of tests/test_best_arm.py (G = 21) K = 3
+  errs by at most 0.0029 (concentrations far below 1), 0.0021 (random), 0.0024 (sharp vs
+  flat), 0.0030 (identical), 0.0027 (masked); on 300 more cases per regime under other
+  seeds (``python scripts/pbest_validate.py --outcomes 3 --regimes far_below_one random
+  sharp_vs_flat identical --seeds 7 8 9 11 12 --methods accurate``) at most 0.0047,
+  0.0034, 0.0034, 0.0031 (one pass: 0.0085 on the test's cases far below 1, 0.0056 on
+  the 300). ``python scripts/pbest_cost.py --outcomes 3 --methods accurate`` on [256,
+  9]: ~0.43-0.44 ms per K = 3 row on a 2-core machine (one pass, same run: ~0.31-0.36).
 - ``fast`` (the search's default): for K = 2 rows inside the **envelope** (every
   uncertain arm with ``alpha, beta >= FAST_MIN_CONCENTRATION`` and ``alpha + beta <=
   FAST_MAX_TOTAL``; no fractional exact score), a kernel exact up to quadrature: the
@@ -78,6 +75,7 @@ All functions are pure and jit/vmap-able. Shapes: ``A`` arms, ``G`` grid edges.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import chex
@@ -141,12 +139,15 @@ def _sort_floats(values: Array) -> Array:
 
 def _grid_edges(candidates: Array, lows: Array, valid: Array, threshold: Array,
                 grid_size: int) -> Array:
-    """Shared grid ``[..., G]``, sorted, with an edge at ``threshold`` if finite.
+    """Shared grid ``[..., G + 1]``, sorted, with an edge at ``threshold`` if finite.
 
     Each valid arm offers ``candidates [..., A, C]`` (``+inf`` = none); those below the
     second-largest of the arms' ``lows [..., A]`` (each arm's ``center - 3 scale``; and
     below ``threshold``) cannot decide a comparison and are dropped; the edges are the G
-    quantiles of the pooled candidates. The edge nearest a finite ``threshold`` is moved
+    quantiles of the pooled candidates and the highest candidate (the top of every arm's
+    range: without it, with many arms the quantiles follow the crowd and a heavy-tailed
+    arm's mass, often most of the max's, lies beyond the last edge, in a half-line
+    cell whose profile is a guess). The edge nearest a finite ``threshold`` is moved
     onto it (the order is kept), so a truncation at ``threshold`` is exact.
     """
     lows = jnp.where(valid, lows, -jnp.inf)
@@ -161,14 +162,55 @@ def _grid_edges(candidates: Array, lows: Array, valid: Array, threshold: Array,
     num_kept = jnp.maximum(jnp.sum(keep.reshape(flat_shape), axis=-1), 1)
     quantiles = (jnp.arange(grid_size) + 0.5) / grid_size
     index = jnp.floor(quantiles * num_kept[..., None]).astype(jnp.int32)
+    index = jnp.concatenate([index, num_kept[..., None] - 1], axis=-1)  # [..., G + 1]
     edges = jnp.take_along_axis(pooled, index, axis=-1)
     edges = jnp.where(jnp.isfinite(edges), edges, 0.0)
     finite = jnp.isfinite(threshold)
     nearest = jnp.argmin(jnp.abs(edges - jnp.where(finite, threshold, 0.0)[..., None]), axis=-1)
-    at = jnp.arange(grid_size) == nearest[..., None]
+    at = jnp.arange(grid_size + 1) == nearest[..., None]
     snapped = jnp.where(at & finite[..., None], threshold[..., None], edges)
     # Keep the edges sorted after the move (only the moved edge can be out of order).
     return jnp.sort(snapped, axis=-1)
+
+
+def _max_quantile_edges(edges: Array, cdf: Array, valid: Array, threshold: Array,
+                        count: int) -> Array:
+    """``[..., count]`` edges near the quantiles ``(j + 1/2) / count`` of the max's CDF
+    ``M = prod_b F_b`` (at or above a finite ``threshold``), from the arms' CDFs ``cdf
+    [..., A, G]`` at ``edges [..., G]``: each found by interpolating ``log M`` linearly
+    between the two edges that bracket it (clamped to the grid's ends).
+
+    The pooled candidates place the grid where single arms' masses are; with many arms
+    ``M`` climbs from ~0 to ~1 within one or two of those cells, where the cells'
+    linear profiles and 3-point rule cannot follow a product of that degree. These
+    edges split the climb into ``count`` steps of ~1 / count each.
+    """
+    cdf = jnp.where(valid[..., None], jnp.clip(cdf, 1e-30, 1.0), 1.0)
+    log_max_cdf = jnp.sum(jnp.log(jax.lax.cummax(cdf, axis=cdf.ndim - 1)), axis=-2)  # [..., G]
+    targets = np.log((np.arange(count) + 0.5) / count).astype(np.float32)  # [count]
+    above = jnp.sum(log_max_cdf[..., None, :] <= targets[:, None], axis=-1)  # [..., count]
+    last = edges.shape[-1] - 1
+    low, high = jnp.clip(above - 1, 0, last), jnp.clip(above, 0, last)
+    take = functools.partial(jnp.take_along_axis, axis=-1)
+    x_low, x_high = take(edges, low), take(edges, high)
+    m_low, m_high = take(log_max_cdf, low), take(log_max_cdf, high)
+    fraction = jnp.clip((targets - m_low) / jnp.maximum(m_high - m_low, 1e-30), 0.0, 1.0)
+    placed = x_low + (x_high - x_low) * fraction
+    return jnp.maximum(placed, jnp.where(jnp.isfinite(threshold), threshold, -jnp.inf)[..., None])
+
+
+def _merged(edges: Array, extra: Array, per_arm: tuple[Array, ...],
+            extra_per_arm: tuple[Array, ...]) -> tuple[Array, tuple[Array, ...]]:
+    """``edges [..., G]`` and ``extra [..., R]`` merged in order, ``[..., G + R]``, with
+    the per-arm values at them (``[..., A, G]`` and ``[..., A, R]`` each) in the same order."""
+    joined = jnp.concatenate([edges, extra], axis=-1)
+    order = jnp.argsort(joined, axis=-1)
+    merged = []
+    for values, extra_values in zip(per_arm, extra_per_arm, strict=True):
+        both = jnp.concatenate([values, extra_values], axis=-1)
+        index = jnp.broadcast_to(order[..., None, :], both.shape)
+        merged.append(jnp.take_along_axis(both, index, axis=-1))
+    return jnp.take_along_axis(joined, order, axis=-1), tuple(merged)
 
 
 def _arm_candidates(concentrations: Array, grid_size: int) -> tuple[Array, Array]:
@@ -242,15 +284,18 @@ def _accurate_core(concentrations: Array, valid: Array, threshold: Array,
     ``P_a = int_{threshold}^inf f_a prod_{b != a} F_b`` over the valid arms (``threshold``
     ``[...]`` in logit space, ``-inf`` for none) and ``P_exact = prod_b F_b(threshold)``
     (0 without a threshold): absolute probabilities, up to the grid's error. Below, G
-    counts the edges in use: ``grid_size``, ``grid_size + 3`` for K = 3.
+    counts the edges in use: ``2 grid_size + 1``, ``2 grid_size + 4`` for K = 3.
     """
     candidates, lows = _arm_candidates(concentrations, grid_size)
     if concentrations.shape[-1] == 3:
         threshold = logit_to_score_axis(threshold)
-    edges = _grid_edges(candidates, lows, valid, threshold, grid_size)  # [..., G]
+    edges = _grid_edges(candidates, lows, valid, threshold, grid_size)
     if concentrations.shape[-1] == 3:
         edges = _with_draw_vertex_edges(edges)
     cdf, density = score_cdf_and_density(concentrations, edges)
+    extra = _max_quantile_edges(edges, cdf, valid, threshold, grid_size)
+    edges, (cdf, density) = _merged(edges, extra, (cdf, density),
+                                    score_cdf_and_density(concentrations, extra))
     cdf = jnp.where(valid[..., None], cdf, 1.0)
     density = jnp.maximum(jnp.where(valid[..., None], density, 0.0), 0.0)
     cdf = jax.lax.cummax(cdf, axis=cdf.ndim - 1)
