@@ -34,7 +34,7 @@ arms as wide boards have (26 and 122; those rows include heavy-tailed arms).
   identical --seeds 7 8 --cases 20 --arms N --methods accurate`` for N = 9, 16, 26,
   64, 122: max error 0.0048 (16 arms, random), no regime above 0.0031 at 26 or more
   arms. ``python scripts/pbest_cost.py --batch 64 --arms 122 --outcomes 2 --methods
-  accurate``: ~0.34-0.47 ms per row of 122 arms (one pass: ~0.23-0.31).
+  accurate``: ~0.31 ms per row of 122 arms (one pass: ~0.23-0.31).
   For K = 3 everything lives on the score axis ``y = sign(z) |z|^(1/128)``
   (``score_cdf.logit_to_score_axis``, ``z = logit(score)``), on which a Dirichlet at its
   draw vertex, whose score lies within e^-1000 of 1/2, keeps its order against the
