@@ -154,6 +154,7 @@ def make_curiosity_policy(search_cfg: Any, self_play: bool) -> Policy:
             pbest_method=search_cfg.pbest_method,
             belief_summary=search_cfg.belief_summary,
             pbest_updates=search_cfg.pbest_updates,
+            selection_draw=search_cfg.selection_draw,
         ),
     )
 

@@ -21,9 +21,10 @@ from curiosity_search.testing.curiosity_reference import (
 )
 
 
-def kernel_selection_noise(rng_key, batch_size, num_simulations, max_depth):
+def kernel_selection_noise(rng_key, batch_size, num_simulations, max_depth, keys=False):
     """The uniforms curiosity_policy's selections use: ``[sims, B, depth]`` (one per
-    selection, turned into an action by inverse CDF).
+    selection, turned into an action by inverse CDF), or with ``keys`` the PRNG keys
+    of its Thompson draws, ``[sims, B, depth, 2]``.
 
     Mirrors the key schedule: policy split -> search key; per simulation
     ``split(key, 3)`` -> simulate key -> ``split(., B)``; ``fold_in(., depth)``.
@@ -36,31 +37,36 @@ def kernel_selection_noise(rng_key, batch_size, num_simulations, max_depth):
         depth_keys = jax.vmap(
             lambda k: jax.vmap(lambda d: jax.random.fold_in(k, d))(jnp.arange(max_depth + 1))
         )(tree_keys)
-        out.append(jax.vmap(jax.vmap(lambda k: jax.random.uniform(k, ())))(depth_keys))
+        out.append(depth_keys if keys else
+                   jax.vmap(jax.vmap(lambda k: jax.random.uniform(k, ())))(depth_keys))
     return np.asarray(jnp.stack(out))
 
 
 @pytest.mark.parametrize(
     "num_outcomes,belief_summary,max_depth,terminal_fraction,pbest_method,log_total_range,"
-    "pbest_updates",
+    "pbest_updates,selection_draw",
     [
-        (2, "average", None, 0.3, "fast", (-1.0, 6.0), "full"),  # the search's defaults
+        (2, "average", None, 0.3, "fast", (-1.0, 6.0), "full", "auto"),  # the defaults
         # In place: beliefs inside the fast envelope (updated in place, the root's cache
         # checked against a fresh build), and most rows outside it (rebuilt every time).
-        (2, "average", 2, 0.3, "fast", (-1.0, 3.5), "incremental"),
-        pytest.param(2, "average", None, 0.3, "fast", (-1.0, 6.0), "incremental",
+        (2, "average", 2, 0.3, "fast", (-1.0, 3.5), "incremental", "auto"),
+        pytest.param(2, "average", None, 0.3, "fast", (-1.0, 6.0), "incremental", "auto",
                      marks=pytest.mark.slow),
-        (2, "average", 3, 0.15, "accurate", (-1.0, 6.0), "full"),
-        pytest.param(3, "average", None, 0.3, "fast", (-1.0, 6.0), "full",
+        (2, "average", 3, 0.15, "accurate", (-1.0, 6.0), "full", "auto"),
+        (2, "average", None, 0.3, "fast", (-1.0, 6.0), "full", "thompson"),
+        (3, "average", None, 0.3, "fast", (-1.0, 6.0), "full", "auto"),  # K = 3 defaults
+        pytest.param(3, "average", None, 0.3, "fast", (-1.0, 6.0), "full", "table",
                      marks=pytest.mark.slow),
-        pytest.param(3, "moment_match", 3, 0.15, "accurate", (-1.0, 6.0), "full",
+        pytest.param(3, "moment_match", 3, 0.15, "accurate", (-1.0, 6.0), "full", "auto",
                      marks=pytest.mark.slow),
     ],
 )
 def test_kernel_matches_reference(num_outcomes, belief_summary, max_depth, terminal_fraction,
-                                  pbest_method, log_total_range, pbest_updates):
+                                  pbest_method, log_total_range, pbest_updates,
+                                  selection_draw):
     """Same trees, visit counts, beliefs and proofs as the plain-Python reference, which
-    computes every P(best) afresh (the kernel updates K = 2 fast ones in place)."""
+    computes every P(best) afresh (the kernel updates K = 2 fast ones in place) and
+    selects from the same uniforms or keys."""
     batch_size, num_actions, num_simulations = 3, 5, 14
     model = BeliefHashModel(num_actions=num_actions, num_outcomes=num_outcomes, seed=7,
                             terminal_fraction=terminal_fraction,
@@ -70,14 +76,15 @@ def test_kernel_matches_reference(num_outcomes, belief_summary, max_depth, termi
     invalid[0, 2] = True
     key = jax.random.PRNGKey(11)
     options = CuriosityOptions(pbest_method=pbest_method, belief_summary=belief_summary,
-                               pbest_updates=pbest_updates)
+                               pbest_updates=pbest_updates, selection_draw=selection_draw)
     policy = jax.jit(functools.partial(
         curiosity_policy, recurrent_fn=model.recurrent_fn, num_simulations=num_simulations,
         max_depth=max_depth, kappa=2.5, options=options))
     out = policy(None, key, root, invalid_actions=jnp.asarray(invalid))
     tree = out.search_tree
     noise = kernel_selection_noise(key, batch_size, num_simulations,
-                                   max_depth or num_simulations)
+                                   max_depth or num_simulations,
+                                   keys=options.draws_thompson(num_outcomes))
     unused = proven_interior = 0
     for b in range(batch_size):
         nodes = reference_curiosity_search(
@@ -85,7 +92,8 @@ def test_kernel_matches_reference(num_outcomes, belief_summary, max_depth, termi
             int(root.embedding[b]), num_simulations, invalid[b],
             lambda sim, depth, b=b: noise[sim, b, depth],
             max_depth=max_depth, kappa=2.5, belief_summary=belief_summary,
-            pbest_method=pbest_method, pbest_updates=pbest_updates)
+            pbest_method=pbest_method, pbest_updates=pbest_updates,
+            selection_draw=selection_draw)
         assert len(nodes) == tree.node_visits.shape[1]
         used = np.array([n is not None for n in nodes])
         unused += int((~used).sum())
@@ -118,6 +126,10 @@ def test_kernel_matches_reference(num_outcomes, belief_summary, max_depth, termi
     if options.incremental(num_outcomes) and log_total_range[1] < 4.0:
         _check_root_cache_is_fresh(tree, options)
     assert np.all(out.child_belief_mask == ((tree.children_index[:, 0] != UNVISITED) & ~invalid))
+    # Drawing from the beliefs keeps no selection rows (no lazy prior fill, no backup
+    # row); the table writes every expanded node's.
+    tables = np.asarray(tree.node_extras.selection.table)
+    assert np.all(tables == 0.0) if options.draws_thompson(num_outcomes) else np.any(tables != 0.0)
 
 
 def _check_root_cache_is_fresh(tree, options):

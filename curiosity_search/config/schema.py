@@ -107,6 +107,10 @@ class SearchConfig:
                                 doc="curiosity: backups recompute each node's P(best) "
                                     "(full) or update the root's for the changed child "
                                     "(incremental)")
+    selection_draw: str = choice("auto", "auto", "table", "thompson",
+                                 doc="curiosity: selection reads P(best) rows cached by the "
+                                     "backup (table) or draws one score per child "
+                                     "(thompson); auto: thompson at K = 3, table at K = 2")
     max_depth: int | None = positive(None, "deepest simulation; null means unbounded")
 
 

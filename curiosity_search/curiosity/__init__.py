@@ -12,6 +12,8 @@ Files (one concept each):
 - ``selection_cache``: a node's selection distribution, rebuilt by every backup or, at
   the root with K = 2 (``pbest_updates="incremental"``), updated for the one child
   that changed;
+- ``thompson``: selection by drawing one score per child from its belief, in log
+  space (``CuriosityOptions.selection_draw``; the default at K = 3);
 - ``backup``: the level-wise batched backup (beliefs, selection caches, proofs);
 - ``compaction``: batched work on the active rows only;
 - ``policy``: selection and ``curiosity_policy``, which plugs it all into the generic
@@ -34,6 +36,7 @@ from curiosity_search.curiosity.policy import (
     curiosity_policy,
     curiosity_root_selection,
     curiosity_selection,
+    curiosity_thompson_selection,
 )
 
 __all__ = [
@@ -50,5 +53,6 @@ __all__ = [
     "curiosity_policy",
     "curiosity_root_selection",
     "curiosity_selection",
+    "curiosity_thompson_selection",
     "prove",
 ]

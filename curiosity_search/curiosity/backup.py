@@ -15,7 +15,8 @@ For each ancestor of the new node, from the leaf's parent up to the root (seeds/
   children's visit counts (the search evidence below it). A proven node's belief is its
   exact belief instead, and never changes again;
 - its selection cache: P(best) over its *unresolved* legal children (equal to pi unless
-  a child is a proven draw), so descents never enter a proven child.
+  a child is a proven draw), so descents never enter a proven child; none where
+  selection draws from the beliefs (``CuriosityOptions.draws_thompson``).
 
 The walk runs on the whole batch at once, one tree level per iteration of a
 batch-level ``while_loop``: every tree's path advances one edge per level, and trees
@@ -139,20 +140,26 @@ def _full_update(tree: Tree, node_beliefs, visits, proven, scores, lengths, tree
     kids = _children(tree, node_beliefs, proven, scores, lengths, tree_index, child, options)
     child_beliefs, child_proven, invalid = kids["beliefs"], kids["proven"], kids["invalid"]
     weights, mixture = _fresh_mixture(kids, options)
-    # Selection: P(best) over the unresolved children. A proven loss already has weight
-    # 0 and a proven win proves the node, so only a proven draw (K = 3) makes them differ.
-    selection = weights
-    if child_beliefs.shape[-1] == 3:
-        own = jnp.any(child_proven & (kids["score"] > 0.0) & (kids["score"] < 1.0), axis=-1)
-        selection = jax.lax.cond(
-            jnp.any(own),
-            lambda: jnp.where(own[:, None],
-                              options.best_probability(child_beliefs, invalid | child_proven),
-                              weights),
-            lambda: weights)
     settled = _settle(tree, node_beliefs, visits, proven, scores, lengths, tree_index, kids,
                       mixture, kappa)
-    state = settled + (from_probability(selection),)
+    if options.draws_thompson(child_beliefs.shape[-1]):
+        state = settled + (None,)  # selection draws from the beliefs: no cache to keep
+    else:
+        # Selection: P(best) over the unresolved children. A proven loss already has
+        # weight 0 and a proven win proves the node, so only a proven draw (K = 3) makes
+        # them differ.
+        selection = weights
+        if child_beliefs.shape[-1] == 3:
+            own = jnp.any(child_proven & (kids["score"] > 0.0) & (kids["score"] < 1.0),
+                          axis=-1)
+            selection = jax.lax.cond(
+                jnp.any(own),
+                lambda: jnp.where(own[:, None],
+                                  options.best_probability(child_beliefs,
+                                                           invalid | child_proven),
+                                  weights),
+                lambda: weights)
+        state = settled + (from_probability(selection),)
     if report_accurate:
         return state, options.needs_accurate(child_beliefs, invalid, _exact_scores(kids))
     return state
@@ -249,6 +256,9 @@ def _level(tree: Tree, state: tuple, *, compaction: dict, kappa: chex.Numeric,
         belief, is_proven, score, length, cache = compacted_map(
             functools.partial(update, options=fast, report_accurate=True), active, batch,
             child, **compaction, fallback=functools.partial(update, options=accurate))
+    if cache is not None:  # None: selection draws from the beliefs (no cache kept)
+        selection = jax.tree_util.tree_map(
+            lambda old, new: old.at[batch, write_at].set(new, mode="drop"), selection, cache)
     return (
         parent,
         node_beliefs.at[batch, write_at].set(belief, mode="drop"),
@@ -256,8 +266,7 @@ def _level(tree: Tree, state: tuple, *, compaction: dict, kappa: chex.Numeric,
         proven.at[batch, write_at].set(is_proven, mode="drop"),
         scores.at[batch, write_at].set(score, mode="drop"),
         lengths.at[batch, write_at].set(length, mode="drop"),
-        jax.tree_util.tree_map(lambda old, new: old.at[batch, write_at].set(new, mode="drop"),
-                               selection, cache),
+        selection,
     )
 
 

@@ -44,6 +44,7 @@ from curiosity_search.search.tree import ROOT_INDEX, UNVISITED, Tree
 ILLEGAL_LOGIT = -1e30  # prior logits below this mark illegal actions at interior nodes
 BELIEF_SUMMARIES = ("average", "moment_match")
 PBEST_UPDATES = ("incremental", "full")
+SELECTION_DRAWS = ("auto", "table", "thompson")
 NO_PROOF_LENGTH = -1
 
 
@@ -73,6 +74,15 @@ class CuriosityOptions:
       fast_fallback: the fast P(best)'s rows outside its envelope take the accurate
         method's numbers inside ``best_probability`` (True), or are left for the
         caller to recompute (False; ``compacted_fallback``).
+      selection_draw: how selection samples from P(best) over a node's unresolved
+        children: ``"table"`` draws from the P(best) row that the backup keeps in the
+        node's selection cache (``selection_cache``; a new node's row over its Q_a
+        priors is filled lazily); ``"thompson"`` draws one score per child from its
+        belief and takes the argmax (``thompson.thompson_draw``), so no node keeps a
+        selection row; ``"auto"``: ``"thompson"`` at K = 3, where an accurate P(best)
+        row costs ~70 draws, ``"table"`` at K = 2, where a fast row costs about one
+        (``draws_thompson``). Both sample P(best): the table within the P(best)
+        method's error, the draw exactly; their random draws differ.
     """
 
     grid_size: int = 21
@@ -82,6 +92,7 @@ class CuriosityOptions:
     compaction_slots: Sequence[int] | None = None
     pbest_updates: str = "full"
     fast_fallback: bool = True
+    selection_draw: str = "auto"
 
     def __post_init__(self) -> None:
         if self.pbest_method not in PBEST_METHODS:
@@ -95,6 +106,15 @@ class CuriosityOptions:
         if self.pbest_updates not in PBEST_UPDATES:
             raise ValueError(f"pbest_updates must be one of {PBEST_UPDATES}, "
                              f"got {self.pbest_updates!r}")
+        if self.selection_draw not in SELECTION_DRAWS:
+            raise ValueError(f"selection_draw must be one of {SELECTION_DRAWS}, "
+                             f"got {self.selection_draw!r}")
+
+    def draws_thompson(self, num_outcomes: int) -> bool:
+        """Whether selection draws from the children's beliefs (``thompson``) instead of
+        reading a P(best) row cached in the node (``selection_draw``)."""
+        return self.selection_draw == "thompson" or (self.selection_draw == "auto"
+                                                     and num_outcomes == 3)
 
     def incremental(self, num_outcomes: int) -> bool:
         """Whether the root keeps the incremental selection layout (``selection_cache``):

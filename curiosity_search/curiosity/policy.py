@@ -7,16 +7,21 @@ network gives, per evaluated node, a value belief V ``[K]`` and action beliefs Q
 a parent reads an unexpanded child ``a`` as ``Q_a`` and an expanded child as its
 search belief seen from the parent's side (``CuriosityOptions.to_parent``).
 
-- Selection (``curiosity_selection``; at the root ``curiosity_root_selection``): one
-  action drawn from P(a is best) over the node's *unresolved* legal children (one
-  uniform per step, no Gamma or Beta draws), equivalent to drawing one score per child
-  and taking the argmax. The distribution only changes when a backup passes through
-  the node, so the backup keeps it in the node's ``selection_cache.SelectionCache``
-  (with ``pbest_updates="incremental"`` the root's holds the fast kernel's aggregates,
-  updated for the one child that changed, in ``tree.extra_data``) and selection reads
-  it in O(A + G): a two-stage inverse-CDF draw (``beliefs.stage_index``, then one
-  table column). A new node's distribution over its Q_a priors is computed lazily, when a
-  descent first stops on it (the kernel's ``prepare_fn``).
+- Selection: one action drawn from P(a is best) over the node's *unresolved* legal
+  children, in one of two ways (``CuriosityOptions.selection_draw``; by default the
+  table at K = 2, the draw at K = 3):
+  - the table (``curiosity_selection``; at the root ``curiosity_root_selection``): one
+    uniform per step, no Gamma or Beta draws. The distribution only changes when a
+    backup passes through the node, so the backup keeps it in the node's
+    ``selection_cache.SelectionCache`` (with ``pbest_updates="incremental"`` the root's
+    holds the fast kernel's aggregates, updated for the one child that changed, in
+    ``tree.extra_data``) and selection reads it in O(A + G): a two-stage inverse-CDF
+    draw (``beliefs.stage_index``, then one table column). A new node's distribution
+    over its Q_a priors is computed lazily, when a descent first stops on it (the
+    kernel's ``prepare_fn``);
+  - the draw (``curiosity_thompson_selection``): one score drawn from each child's
+    belief, in log space, and the argmax (``thompson``): exactly P(best), no cached
+    rows and no lazy fills.
 - Backup (``backup.curiosity_backup``): pi = P(best) over the children, the pi-mixture,
   ``C = (1 - gamma) V + gamma Qbar``, ``gamma = n / (kappa + n)``.
 - Proofs, exact facts: a terminal node is proven at expansion; a child proven won
@@ -59,6 +64,7 @@ from curiosity_search.curiosity.nodes import (
     wrap_recurrent_fn,
 )
 from curiosity_search.curiosity.selection_cache import empty_cache
+from curiosity_search.curiosity.thompson import thompson_draw
 from curiosity_search.search.base import LoopFn, Params, PolicyOutput, RootFnOutputWithExtras
 from curiosity_search.search.search import search as run_search
 from curiosity_search.search.tree import ROOT_INDEX, UNVISITED, Tree
@@ -131,6 +137,23 @@ def curiosity_selection(
                  uniform)
 
 
+def curiosity_thompson_selection(
+    rng_key: chex.PRNGKey, tree: Tree, node_index: chex.Array, depth: chex.Array | int = 0,
+    *, options: CuriosityOptions = DEFAULT_OPTIONS,
+) -> chex.Array:
+    """Thompson selection at one node by drawing (``CuriosityOptions.selection_draw``):
+    one score from each unresolved legal child's belief, the argmax, ``[]`` int32.
+
+    Reads the children's beliefs from the node's mover's view (``children_beliefs``),
+    no selection cache: O(A K) random draws (``thompson.thompson_draw``) with the key
+    ``fold_in(rng_key, depth)`` (root: depth 0). For the root and interior nodes alike.
+    """
+    child_beliefs, _ = children_beliefs(tree, node_index, tree.node_extras.belief, options)
+    proven = children_proofs(tree, node_index, options)[0]
+    unresolved = ~tree.node_extras.invalid[node_index] & ~proven
+    return thompson_draw(jax.random.fold_in(rng_key, depth), child_beliefs, unresolved)
+
+
 def curiosity_root_selection(rng_key: chex.PRNGKey, tree: Tree,
                              node_index: chex.Array) -> chex.Array:
     """The root's Thompson selection, ``[]`` int32: ``curiosity_selection`` at depth 0,
@@ -196,10 +219,17 @@ def curiosity_policy(
     value_belief = root.value_belief.astype(jnp.float32)
     root_action_beliefs = root.action_beliefs.astype(jnp.float32)
     extra_data = options.root_data(root_action_beliefs, ~invalid_actions)
-    if extra_data is None:
+    draws = options.draws_thompson(value_belief.shape[-1])
+    if extra_data is None and not draws:
         root_selection = options.selection_from_beliefs(root_action_beliefs, ~invalid_actions)
     else:  # the root's node-level cache is unused
         root_selection = empty_cache((batch_size,), num_actions)
+    if draws:
+        draw = functools.partial(curiosity_thompson_selection, options=options)
+        root_selection_fn, interior_selection_fn, prepare_fn = draw, draw, None
+    else:
+        root_selection_fn, interior_selection_fn = curiosity_root_selection, curiosity_selection
+        prepare_fn = (has_best_probability, functools.partial(fill_prior_best, options=options))
     kernel_root = RootFnOutputWithExtras(
         prior_logits=root.prior_logits,
         value=root.value,
@@ -218,8 +248,8 @@ def curiosity_policy(
         search_key,
         root=kernel_root,
         recurrent_fn=wrap_recurrent_fn(recurrent_fn, options),
-        root_action_selection_fn=curiosity_root_selection,
-        interior_action_selection_fn=curiosity_selection,
+        root_action_selection_fn=root_selection_fn,
+        interior_action_selection_fn=interior_selection_fn,
         num_simulations=num_simulations,
         max_depth=max_depth,
         invalid_actions=invalid_actions.astype(root.prior_logits.dtype),
@@ -228,7 +258,7 @@ def curiosity_policy(
         selection_rng="per_simulation",
         root_done_fn=root_is_proven,
         extra_data=extra_data,
-        prepare_fn=(has_best_probability, functools.partial(fill_prior_best, options=options)),
+        prepare_fn=prepare_fn,
     )
     # The kernel's scalar summaries read node_values; the backup leaves them alone.
     tree = tree.replace(node_values=jnp.where(

@@ -6,8 +6,10 @@ in numpy. The only shared pieces are P(a is best) itself (``best_arm_probability
 tested separately against an exact Monte Carlo) and the form of the selection
 distribution with its draw (``CuriosityOptions.selection_from_beliefs`` built in full
 at every selection, ``beliefs.two_stage_index``; the kernel updates an incremental
-root's copy in place), and the selection noise is passed in, so the jitted kernel and this
-reference build the same tree from the same uniform draws (one per selection).
+root's copy in place), or, where selection draws from the beliefs, the draw itself
+(``thompson.thompson_draw``, tested separately against the accurate P(best)); the
+selection noise is passed in, so the jitted kernel and this reference build the same
+tree from the same uniforms or keys (one per selection).
 
 The rule, as implemented here:
 - selection draws from P(best) over a node's unresolved legal children (proven ones
@@ -44,9 +46,12 @@ from curiosity_search.curiosity import (
     best_arm_probability,
 )
 from curiosity_search.curiosity.beliefs import two_stage_index
+from curiosity_search.curiosity.thompson import thompson_draw
 from curiosity_search.testing.stubs import hash_jnp, hash_np
 
-Noise = Callable[[int, int], float]  # (simulation, depth) -> one uniform in [0, 1)
+# (simulation, depth) -> one uniform in [0, 1) (the table draw) or a PRNG key (the
+# Thompson draw, ``CuriosityOptions.selection_draw``)
+Noise = Callable[[int, int], Any]
 
 
 @dataclasses.dataclass
@@ -71,10 +76,14 @@ def _pbest_fn(grid_size: int, method: str):
 
 
 @functools.cache
-def _selection_fn(options: CuriosityOptions, at_root: bool):
+def _selection_fn(options: CuriosityOptions, at_root: bool, num_outcomes: int):
+    if options.draws_thompson(num_outcomes):
+        return jax.jit(lambda concentrations, valid, key: thompson_draw(key, concentrations,
+                                                                        valid))
+
     def draw(concentrations, valid, uniform):
         cache = options.selection_from_beliefs(concentrations, valid, at_root=at_root)
-        return two_stage_index(cache.weights, cache.table, uniform)
+        return two_stage_index(cache.weights, cache.table, jnp.float32(uniform))
 
     return jax.jit(draw)
 
@@ -116,6 +125,7 @@ def reference_curiosity_search(
     two_player: bool = True,
     pbest_method: str = "fast",
     pbest_updates: str = "full",
+    selection_draw: str = "auto",
 ) -> list[BeliefNode | None]:
     """Runs the curiosity search on one root; returns its ``num_simulations + 1`` nodes.
 
@@ -126,14 +136,17 @@ def reference_curiosity_search(
     Args:
       root_value_belief: ``[K]``; root_action_beliefs: ``[A, K]``;
       invalid_actions: ``[A]`` bool (root).
-      noise: ``noise(sim, depth) -> u`` the uniform in ``[0, 1)`` used to select at
-        ``depth`` (root: 0) during simulation ``sim``: ``beliefs.two_stage_index`` of
-        the selection distribution (P(best) over the unresolved legal children).
-      pbest_method, pbest_updates: as the kernel's ``CuriosityOptions``.
+      noise: ``noise(sim, depth)``, the randomness used to select at ``depth`` (root:
+        0) during simulation ``sim``: the uniform in ``[0, 1)`` of
+        ``beliefs.two_stage_index`` on the selection distribution (P(best) over the
+        unresolved legal children), or, where selection draws from the beliefs, the
+        PRNG key of ``thompson.thompson_draw`` over those children.
+      pbest_method, pbest_updates, selection_draw: as the kernel's ``CuriosityOptions``.
     """
     pbest = _pbest_fn(grid_size, pbest_method)
     options = CuriosityOptions(grid_size=grid_size, pbest_method=pbest_method,
-                               belief_summary=belief_summary, pbest_updates=pbest_updates)
+                               belief_summary=belief_summary, pbest_updates=pbest_updates,
+                               selection_draw=selection_draw)
     max_depth = num_simulations if max_depth is None else max_depth
     num_outcomes = len(root_value_belief)
     root = BeliefNode(
@@ -176,11 +189,12 @@ def reference_curiosity_search(
         return np.asarray(pbest(jnp.asarray(conc, jnp.float32), jnp.asarray(invalid),
                                 exact_scores=exact), np.float64)
 
-    def select(node, uniform):
+    def select(node, randomness):
         conc, proven, _, _ = children(node)
-        draw = _selection_fn(options, node is root)  # the root's layout may differ
+        # The root's layout may differ.
+        draw = _selection_fn(options, node is root, num_outcomes)
         return int(draw(jnp.asarray(conc, jnp.float32), jnp.asarray(~(node.invalid | proven)),
-                        jnp.float32(uniform)))
+                        randomness))
 
     def update(i):
         node = nodes[i]
