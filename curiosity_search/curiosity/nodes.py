@@ -80,7 +80,7 @@ class CuriosityOptions:
         priors is filled lazily); ``"thompson"`` draws one score per child from its
         belief and takes the argmax (``thompson.thompson_draw``), so no node keeps a
         selection row; ``"auto"``: ``"thompson"`` at K = 3, where an accurate P(best)
-        row costs ~70 draws, ``"table"`` at K = 2, where a fast row costs about one
+        row costs ~40 draws, ``"table"`` at K = 2, where a fast row costs less than one
         (``draws_thompson``). Both sample P(best): the table within the P(best)
         method's error, the draw exactly; their random draws differ.
     """

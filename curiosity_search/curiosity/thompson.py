@@ -12,10 +12,11 @@ far below 1 and Dirichlets at their draw vertex keep their order:
   ``score_cdf.logit_to_score_axis``), with ``log |z|`` formed without cancellation when
   the draw share dominates (``_logit_score``): scores within e^-1000 of 1/2 stay ordered.
 
-Cost (``python scripts/thompson_draw_cost.py``, results/bench/README.md): about one fast
-K = 2 P(best) row per draw, so at K = 2 the search keeps drawing from its cached P(best)
-rows; at K = 3 a draw costs ~1/70 of an accurate P(best) row, so the K = 3 search draws
-instead of computing rows for selection (``CuriosityOptions.selection_draw``).
+Cost (``python scripts/thompson_draw_cost.py``, results/bench/README.md, 2026-12-05): a
+draw costs 1.3-2x a fast K = 2 P(best) row, so at K = 2 the search keeps drawing from
+its cached P(best) rows; at K = 3 it costs 1/39-1/47 of an accurate P(best) row, so the
+K = 3 search draws instead of computing rows for selection
+(``CuriosityOptions.selection_draw``).
 
 Shapes: ``A`` actions, ``K`` outcomes.
 """
