@@ -28,6 +28,15 @@ def mean_ms(fn, *args, calls: int = 5) -> float:
     return (time.perf_counter() - start) / calls * 1e3
 
 
+def random_beliefs(rng: np.random.Generator, batch: int, arms: int, outcomes: int) -> jax.Array:
+    """Beliefs ``[batch, arms, outcomes]`` in the bounded heads' range: totals 1-16,
+    components >= 1e-3 (nets/belief_head.py; below it a K = 2 row leaves the fast
+    kernel's envelope and the whole call runs accurate)."""
+    totals = rng.uniform(1, 16, (batch, arms, 1))
+    return jnp.asarray(np.maximum(rng.dirichlet(np.ones(outcomes), (batch, arms)) * totals,
+                                  1e-3), jnp.float32)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--batch", type=int, nargs="+", default=[256])
@@ -40,11 +49,7 @@ def main() -> None:
     arms = args.arms
     for batch in args.batch:
         for num_outcomes in args.outcomes:
-            totals = rng.uniform(1, 16, (batch, arms, 1))
-            # Components floored at the heads' 1e-3 (nets/belief_head.py): below it a
-            # K = 2 row leaves the fast kernel's envelope and the whole call runs accurate.
-            beliefs = jnp.asarray(np.maximum(
-                rng.dirichlet(np.ones(num_outcomes), (batch, arms)) * totals, 1e-3), jnp.float32)
+            beliefs = random_beliefs(rng, batch, arms, num_outcomes)
             for method in args.methods:
                 fn = jax.jit(lambda c, m=method: best_arm_probability(c, None, 21, m))
                 ms = mean_ms(fn, beliefs)

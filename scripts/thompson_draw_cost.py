@@ -21,11 +21,11 @@ distribution).
 
 import argparse
 import csv
-import time
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from pbest_cost import mean_ms, random_beliefs  # scripts/ (this script's folder)
 
 from curiosity_search.curiosity import best_arm_probability
 from curiosity_search.curiosity.thompson import thompson_draw
@@ -36,22 +36,6 @@ def pbest_draw(key: jax.Array, concentrations: jax.Array, valid: jax.Array) -> j
     method = "fast" if concentrations.shape[-1] == 2 else "accurate"
     probability = best_arm_probability(concentrations, ~valid, 21, method)
     return jax.random.categorical(key, jnp.log(jnp.maximum(probability, 1e-30)), axis=-1)
-
-
-def mean_ms(fn, *args, calls: int = 10) -> float:
-    fn(*args).block_until_ready()
-    start = time.perf_counter()
-    for _ in range(calls):
-        out = fn(*args)
-    out.block_until_ready()
-    return (time.perf_counter() - start) / calls * 1e3
-
-
-def random_beliefs(rng: np.random.Generator, batch: int, arms: int, outcomes: int) -> jax.Array:
-    """Beliefs in the bounded heads' range: totals 1-16, components >= 1e-3."""
-    totals = rng.uniform(1, 16, (batch, arms, 1))
-    return jnp.asarray(np.maximum(rng.dirichlet(np.ones(outcomes), (batch, arms)) * totals,
-                                  1e-3), jnp.float32)
 
 
 def check(rng: np.random.Generator, outcomes: int, rows: int = 6, arms: int = 5,
@@ -89,7 +73,7 @@ def main() -> None:
             beliefs = random_beliefs(rng, batch, arms, outcomes)
             valid = jnp.ones((batch, arms), bool)
             key = jax.random.PRNGKey(0)
-            times = {name: mean_ms(jax.jit(fn), key, beliefs, valid)
+            times = {name: mean_ms(jax.jit(fn), key, beliefs, valid, calls=10)
                      for name, fn in (("pbest_row", pbest_draw), ("thompson", thompson_draw))}
             row = dict(outcomes=outcomes, batch=batch, arms=arms,
                        pbest_row_ms=round(times["pbest_row"], 3),
