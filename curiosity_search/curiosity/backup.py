@@ -131,7 +131,8 @@ def _full_update(tree: Tree, node_beliefs, visits, proven, scores, lengths, tree
                  child, *, kappa: chex.Numeric, options: CuriosityOptions,
                  report_accurate: bool = False):
     """The parent's new state with a fresh P(best) (the full layout): ``(belief [S, K],
-    proven [S], score [S], length [S], SelectionCache [S, ...])``.
+    proven [S], score [S], length [S], SelectionCache [S, ...])``, the cache None where
+    selection draws from the beliefs (``CuriosityOptions.draws_thompson``).
 
     ``report_accurate`` (with the fast options of ``CuriosityOptions.compacted_fallback``,
     which leave the rows that need the accurate P(best) unchecked): returns ``(state,
