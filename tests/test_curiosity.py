@@ -57,7 +57,7 @@ def kernel_selection_noise(rng_key, batch_size, num_simulations, max_depth, keys
         (3, "average", None, 0.3, "fast", (-1.0, 6.0), "full", "auto"),  # K = 3 defaults
         pytest.param(3, "average", None, 0.3, "fast", (-1.0, 6.0), "full", "table",
                      marks=pytest.mark.slow),
-        pytest.param(3, "moment_match", 3, 0.15, "accurate", (-1.0, 6.0), "full", "auto",
+        pytest.param(3, "moment_match", 2, 0.15, "accurate", (-1.0, 6.0), "full", "auto",
                      marks=pytest.mark.slow),
     ],
 )

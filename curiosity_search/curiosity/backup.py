@@ -45,6 +45,7 @@ import jax
 import jax.numpy as jnp
 
 from curiosity_search.curiosity import beliefs
+from curiosity_search.curiosity.best_arm import needs_accurate
 from curiosity_search.curiosity.compaction import compacted_map
 from curiosity_search.curiosity.nodes import (
     DEFAULT_OPTIONS,
@@ -134,9 +135,9 @@ def _full_update(tree: Tree, node_beliefs, visits, proven, scores, lengths, tree
     proven [S], score [S], length [S], SelectionCache [S, ...])``, the cache None where
     selection draws from the beliefs (``CuriosityOptions.draws_thompson``).
 
-    ``report_accurate`` (with the fast options of ``CuriosityOptions.compacted_fallback``,
-    which leave the rows that need the accurate P(best) unchecked): returns ``(state,
-    needs [S] bool)``, those rows flagged for the level's compacted map to recompute.
+    ``report_accurate`` (``CuriosityOptions.compacted_pbest_map``'s ``report``): returns
+    ``(state, needs [S] bool)``, the rows whose P(best) needs the accurate method flagged
+    for the level's compacted map to recompute.
     """
     kids = _children(tree, node_beliefs, proven, scores, lengths, tree_index, child, options)
     child_beliefs, child_proven, invalid = kids["beliefs"], kids["proven"], kids["invalid"]
@@ -162,7 +163,7 @@ def _full_update(tree: Tree, node_beliefs, visits, proven, scores, lengths, tree
                 lambda: weights)
         state = settled + (from_probability(selection),)
     if report_accurate:
-        return state, options.needs_accurate(child_beliefs, invalid, _exact_scores(kids))
+        return state, needs_accurate(child_beliefs, invalid, _exact_scores(kids))
     return state
 
 
@@ -229,14 +230,14 @@ def _climbing(tree: Tree, child: chex.Array, root_apart: bool) -> chex.Array:
     return active
 
 
-def _level(tree: Tree, state: tuple, *, compaction: dict, kappa: chex.Numeric,
-           options: CuriosityOptions, root_apart: bool):
+def _level(tree: Tree, state: tuple, *, kappa: chex.Numeric, options: CuriosityOptions,
+           root_apart: bool):
     """One backup level: each climbing tree updates the parent of its current child
     with a fresh P(best) (the full layout).
 
     The parents' new state is computed on the climbing trees only, gathered into
-    compacted slots (``compaction``: ``compacted_map``'s ``slots`` and ``chunk``): at
-    deep levels only a few trees still climb. Returns the next
+    compacted slots or chunks (``CuriosityOptions.compacted_pbest_map``): at deep levels
+    only a few trees still climb. Returns the next
     state, the parents becoming the children (the others stay).
     """
     child, node_beliefs, visits, proven, scores, lengths, selection = state
@@ -247,16 +248,10 @@ def _level(tree: Tree, state: tuple, *, compaction: dict, kappa: chex.Numeric,
     visits = visits.at[batch, write_at].add(1, mode="drop")
     update = functools.partial(_full_update, _without_tables(tree), node_beliefs, visits,
                                proven, scores, lengths, kappa=kappa)
-    # One copy of the accurate P(best) in the program, not one per slot size.
-    deferred = options.compacted_fallback(node_beliefs.shape[-1])
-    if deferred is None:
-        belief, is_proven, score, length, cache = compacted_map(
-            functools.partial(update, options=options), active, batch, child, **compaction)
-    else:
-        fast, accurate = deferred
-        belief, is_proven, score, length, cache = compacted_map(
-            functools.partial(update, options=fast, report_accurate=True), active, batch,
-            child, **compaction, fallback=functools.partial(update, options=accurate))
+    belief, is_proven, score, length, cache = options.compacted_pbest_map(
+        lambda with_options, report: functools.partial(update, options=with_options,
+                                                       report_accurate=report),
+        active, batch, child, num_outcomes=node_beliefs.shape[-1])
     if cache is not None:  # None: selection draws from the beliefs (no cache kept)
         selection = jax.tree_util.tree_map(
             lambda old, new: old.at[batch, write_at].set(new, mode="drop"), selection, cache)
@@ -367,9 +362,8 @@ def curiosity_backup(
     may be traced.
     """
     root_apart = isinstance(tree.extra_data, CuriosityExtraData)  # static: the layout
-    compaction = options.compaction(leaf_index.shape[0], tree.node_extras.belief.shape[-1])
-    level = functools.partial(_level, tree, compaction=compaction,
-                              kappa=kappa, options=options, root_apart=root_apart)
+    level = functools.partial(_level, tree, kappa=kappa, options=options,
+                              root_apart=root_apart)
     extras = tree.node_extras
     state = (jnp.asarray(leaf_index, jnp.int32), extras.belief, tree.node_visits, extras.proven,
              extras.proven_score, extras.proven_length, extras.selection)

@@ -416,7 +416,7 @@ def _log_density(alpha: Array, beta: Array, log_norm: Array, z: Array) -> Array:
             - log_norm)
 
 
-def _fast_columns(concentrations: Array, valid: Array, edges: Array) -> tuple[Array, ...]:
+def _fast_terms(concentrations: Array, valid: Array, edges: Array) -> tuple[Array, ...]:
     """Each arm's terms of the fast kernel on the row's ``edges [..., G]``.
 
     ``concentrations [..., A, 2]``, ``valid [..., A]``. The ``S = 3 (G - 1) + 1``
@@ -470,7 +470,7 @@ def _fast_columns(concentrations: Array, valid: Array, edges: Array) -> tuple[Ar
 def _fast_core(concentrations: Array, valid: Array, grid_size: int) -> Array:
     """Unnormalized ``P [..., A]`` (a common factor per row) of the fast kernel."""
     edges = _fast_edges(concentrations[..., 0], concentrations[..., 1], valid, grid_size)
-    log_cdf, is_zero, ratio, log_lower, rate = _fast_columns(concentrations, valid, edges)
+    log_cdf, is_zero, ratio, log_lower, rate = _fast_terms(concentrations, valid, edges)
     # prod_{b != a} F_b = ratio * prod_b F_b: the product of all CDFs per node once (as
     # the accurate method), scaled by its peak, then a matrix-vector product.
     total_log = jnp.sum(log_cdf, axis=-2)
@@ -528,7 +528,7 @@ def _kernel_concentrations(concentrations: Array, valid: Array) -> Array:
     return jnp.where(valid[..., None], floored, 1.0)
 
 
-def fast_columns(concentrations: Array, valid: Array,
+def fast_arm_terms(concentrations: Array, valid: Array,
                  edges: Array) -> tuple[Array, Array]:
     """Each arm's terms on the grid ``edges [..., G]``, as the aggregates store them:
     ``(table [..., A, S + 1], logs [..., A, S + 1])``, arm-major. ``table``:
@@ -537,7 +537,7 @@ def fast_columns(concentrations: Array, valid: Array,
     column ``S``. An invalid arm's terms are 0 (no mass, ``F = 1``).
     ``concentrations [..., A, 2]``, ``valid [..., A]``."""
     valid = jnp.asarray(valid, bool)
-    log_cdf, is_zero, ratio, log_lower, rate = _fast_columns(
+    log_cdf, is_zero, ratio, log_lower, rate = _fast_terms(
         _kernel_concentrations(concentrations, valid), valid, edges)
     table = jnp.concatenate([ratio, rate[..., None]], axis=-1)
     logs = jnp.concatenate([jnp.where(is_zero, -jnp.inf, log_cdf), log_lower[..., None]],
@@ -549,10 +549,10 @@ def fast_aggregates(concentrations: Array, valid: Array,
                     grid_size: int = 21) -> tuple[FastAggregates, Array, Array]:
     """The aggregates of rows ``concentrations [..., A, 2]`` over the ``valid [..., A]``
     arms on the grid ``_fast_core`` would use, and the arms' stored terms
-    (``fast_columns``: ``table, logs [..., A, S + 1]``)."""
+    (``fast_arm_terms``: ``table, logs [..., A, S + 1]``)."""
     valid = jnp.asarray(valid, bool)
     edges = fast_grid_edges(concentrations, valid, grid_size)
-    table, logs = fast_columns(concentrations, valid, edges)
+    table, logs = fast_arm_terms(concentrations, valid, edges)
     vectors = jnp.where(valid[..., None], jnp.asarray(concentrations, jnp.float32), 0.0)
     zero = jnp.isinf(logs[..., :-1])
     high = jax.lax.Precision.HIGHEST
@@ -580,7 +580,7 @@ def update_fast_aggregates(aggregates: FastAggregates, old_table: Array, old_log
                            old_vector: Array, new: Array,
                            new_valid: Array) -> tuple[FastAggregates, Array, Array]:
     """One arm per row changed: its stored terms ``old_table, old_logs [..., S + 1]``
-    (its ``fast_columns`` when it was last counted) and belief vector ``old_vector
+    (its ``fast_arm_terms`` when it was last counted) and belief vector ``old_vector
     [..., 2]`` taken out, its terms for ``new [..., 2]`` (``new_valid [...]``) on the
     same grid put in. Returns the aggregates and the arm's new ``(table, logs)`` columns
     ``[..., S + 1]``.
@@ -589,7 +589,7 @@ def update_fast_aggregates(aggregates: FastAggregates, old_table: Array, old_log
     float32 summation rounding, however the terms were rounded when computed; valid when
     the changed row's grid (``fast_grid_edges``) is ``aggregates.edges``.
     """
-    new_table, new_logs = fast_columns(new[..., None, :], new_valid[..., None],
+    new_table, new_logs = fast_arm_terms(new[..., None, :], new_valid[..., None],
                                        aggregates.edges)
     new_table, new_logs = new_table[..., 0, :], new_logs[..., 0, :]
     new_vector = jnp.where(new_valid[..., None], jnp.asarray(new, jnp.float32), 0.0)

@@ -18,7 +18,7 @@ Shapes: ``B`` batch, ``N`` nodes, ``A`` actions, ``K`` outcomes.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import chex
@@ -73,7 +73,7 @@ class CuriosityOptions:
         ``"full"``'s).
       fast_fallback: the fast P(best)'s rows outside its envelope take the accurate
         method's numbers inside ``best_probability`` (True), or are left for the
-        caller to recompute (False; ``compacted_fallback``).
+        caller to recompute (False; ``compacted_pbest_map``).
       selection_draw: how selection samples from P(best) over a node's unresolved
         children: ``"table"`` draws from the P(best) row that the backup keeps in the
         node's selection cache (``selection_cache``; a new node's row over its Q_a
@@ -163,24 +163,29 @@ class CuriosityOptions:
         return best_arm_probability(concentrations, invalid, self.grid_size, self.pbest_method,
                                     exact_scores, fallback=self.fast_fallback)
 
-    def compacted_fallback(
-            self, num_outcomes: int) -> tuple[CuriosityOptions, CuriosityOptions] | None:
-        """For per-node work under ``compaction.compacted_map``, one copy of the accurate
-        P(best) in the program instead of one per slot size: ``(fast, accurate)``
-        options, ``fast`` leaving the rows ``needs_accurate`` flags to the map's
-        ``fallback`` run with ``accurate``; None where that saves nothing (the
-        accurate method already, K = 3, or a caller that deferred them already)."""
-        if not (self.fast_fallback and self.pbest_method == "fast" and num_outcomes == 2):
-            return None
-        return (dataclasses.replace(self, fast_fallback=False),
-                dataclasses.replace(self, pbest_method="accurate"))
+    def compacted_pbest_map(self, make_fn: Callable[[CuriosityOptions, bool], Callable],
+                            active: chex.Array, *rows: Any, num_outcomes: int) -> Any:
+        """``compaction.compacted_map`` of per-node work that computes P(best) with these
+        options, on the ``active [B]`` trees of ``rows`` (``[B, ...]`` pytrees), with the
+        slot sizes or chunks of ``compaction``.
 
-    def needs_accurate(self, concentrations: chex.Array, invalid: chex.Array,
-                       exact_scores: chex.Array | None = None) -> chex.Array:
-        """``[...]`` bool: the rows the fast method takes from the accurate one
-        (``best_arm.needs_accurate``), for the ``fast`` options of
-        ``compacted_fallback``."""
-        return needs_accurate(concentrations, invalid, exact_scores)
+        ``make_fn(options, report)`` builds the batched function: with ``report`` it
+        returns ``(output, needs [S] bool)``, ``needs`` flagging the rows whose P(best)
+        ``options`` left to the accurate method (``best_arm.needs_accurate``). Where the
+        fast K = 2 P(best) would take its accurate fallback inside every slot size's
+        copy of the work, the slots run it with that fallback deferred and the flagged
+        rows are recomputed in one accurate pass: one copy of the accurate method in
+        the program instead of one per slot size (~10% less compilation,
+        results/bench/README.md, 2026-12-04), the same numbers. Elsewhere (the
+        accurate method already, K = 3, or options that defer it already) a plain map.
+        """
+        compaction = self.compaction(active.shape[0], num_outcomes)
+        if not (self.fast_fallback and self.pbest_method == "fast" and num_outcomes == 2):
+            return compacted_map(make_fn(self, False), active, *rows, **compaction)
+        deferred = dataclasses.replace(self, fast_fallback=False)
+        accurate = dataclasses.replace(self, pbest_method="accurate")
+        return compacted_map(make_fn(deferred, True), active, *rows, **compaction,
+                             fallback=make_fn(accurate, False))
 
     def to_parent(self, child_beliefs: chex.Array) -> chex.Array:
         """A child's belief ``[..., K]`` from its parent's mover's view."""
@@ -356,24 +361,15 @@ def fill_prior_best(
     batch = jnp.arange(node_index.shape[0])
     extras = tree.node_extras
 
-    def prior_selection(with_options: CuriosityOptions):
-        return lambda concentrations, invalid: with_options.selection_from_beliefs(
-            concentrations, ~invalid)
+    def prior_selection(with_options: CuriosityOptions, report: bool):
+        def selection(concentrations: chex.Array, invalid: chex.Array):
+            cache = with_options.selection_from_beliefs(concentrations, ~invalid)
+            return (cache, needs_accurate(concentrations, invalid)) if report else cache
+        return selection
 
     rows = (extras.action_beliefs[batch, node_index], extras.invalid[batch, node_index])
-    compaction = options.compaction(batch.shape[0], rows[0].shape[-1])
-    deferred = options.compacted_fallback(rows[0].shape[-1])
-    if deferred is None:
-        cache = compacted_map(prior_selection(options), needed, *rows, **compaction)
-    else:
-        fast, accurate = deferred
-
-        def checked(concentrations: chex.Array, invalid: chex.Array):
-            return (prior_selection(fast)(concentrations, invalid),
-                    fast.needs_accurate(concentrations, invalid))
-
-        cache = compacted_map(checked, needed, *rows, **compaction,
-                              fallback=prior_selection(accurate))
+    cache = options.compacted_pbest_map(prior_selection, needed, *rows,
+                                        num_outcomes=rows[0].shape[-1])
     write_at = jnp.where(needed, node_index, tree.node_visits.shape[1])
     selection = jax.tree_util.tree_map(
         lambda stored, new: stored.at[batch, write_at].set(new, mode="drop"),

@@ -14,7 +14,7 @@ layouts:
   ``W = S + 1`` with ``S = 3 (G - 1) + 1`` grid sub-nodes. The node keeps the fast
   kernel's aggregates over its children on its own grid (``best_arm.FastAggregates``)
   and the beliefs they hold (``arms [A, K]``, ``arms_valid [A]``) with each child's
-  stored terms (``logs [A, W]``, ``best_arm.fast_columns``). P(a is best) is
+  stored terms (``logs [A, W]``, ``best_arm.fast_arm_terms``). P(a is best) is
   ``sum_s W(s) ratio_a(s)`` plus a lower-tail term, so the stage weight of sub-node s
   is ``W(s) sum_a ratio_a(s)`` (column s of the table holds ``ratio_a(s)``) and that
   of the lower tail is ``L`` (its column holds the tail rates): exactly P(best), drawn
