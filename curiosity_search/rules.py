@@ -140,22 +140,31 @@ def make_exit_policy(search_cfg: Any, self_play: bool) -> Policy:
     )
 
 
+def curiosity_options(search_cfg: Any) -> Any:
+    """The ``curiosity.CuriosityOptions`` that a ``search`` config section sets
+    (``grid_size``, ``pbest_method``, ``belief_summary``, ``pbest_updates``,
+    ``selection_draw``)."""
+    from curiosity_search.curiosity import CuriosityOptions
+
+    return CuriosityOptions(
+        grid_size=search_cfg.grid_size,
+        pbest_method=search_cfg.pbest_method,
+        belief_summary=search_cfg.belief_summary,
+        pbest_updates=search_cfg.pbest_updates,
+        selection_draw=search_cfg.selection_draw,
+    )
+
+
 def make_curiosity_policy(search_cfg: Any, self_play: bool) -> Policy:
     """Curiosity-driven search; self-play samples its move from P(best)."""
-    from curiosity_search.curiosity import CuriosityOptions, curiosity_policy
+    from curiosity_search.curiosity import curiosity_policy
 
     return functools.partial(
         curiosity_policy,
         max_depth=max_depth(search_cfg),
         kappa=search_cfg.kappa,
         temperature=1.0 if self_play else 0.0,
-        options=CuriosityOptions(
-            grid_size=search_cfg.grid_size,
-            pbest_method=search_cfg.pbest_method,
-            belief_summary=search_cfg.belief_summary,
-            pbest_updates=search_cfg.pbest_updates,
-            selection_draw=search_cfg.selection_draw,
-        ),
+        options=curiosity_options(search_cfg),
     )
 
 

@@ -42,3 +42,23 @@ def test_compare_train_alternates_abba_and_divides_by_the_baseline_mean():
     baseline_mean = (120.0 + 180.0 + 200.0) / 3
     assert rows[1]["positions_per_sec_vs_baseline"] == round(30.0 / baseline_mean, 3)
     assert rows[0]["positions_per_sec_vs_baseline"] == round(120.0 / baseline_mean, 3)
+
+
+def test_bench_search_runs_curiosity_with_the_configs_search_options(monkeypatch, tmp_path):
+    """``bench search --set search.pbest_updates=incremental`` reaches the curiosity row's
+    ``CuriosityOptions`` (and ``search.kappa`` its prior strength); without a config section
+    the row keeps the defaults."""
+    from curiosity_search.bench import search as search_bench
+    from curiosity_search.config import apply_overrides, config_from_dict
+
+    seen = []
+    monkeypatch.setattr(search_bench, "bench_search",
+                        lambda **kwargs: seen.append(kwargs) or [{"policy": "curiosity"}])
+    cfg = config_from_dict(apply_overrides({}, ["search.pbest_updates=incremental",
+                                                "search.kappa=2.5", "search.grid_size=17"]))
+    search_bench.run_search_bench((8,), (4,), out=tmp_path / "a.csv", search_cfg=cfg.search)
+    search_bench.run_search_bench((8,), (4,), out=tmp_path / "b.csv")
+    options = seen[0]["curiosity_options"]
+    assert (options.pbest_updates, options.grid_size, seen[0]["kappa"]) == ("incremental", 17, 2.5)
+    assert options.selection_draw == cfg.search.selection_draw
+    assert "curiosity_options" not in seen[1] and "kappa" not in seen[1]

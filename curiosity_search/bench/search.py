@@ -9,16 +9,20 @@ compiles each policy once, warms it up, then times ``repeats`` searches.
 against ``mctx.muzero_policy`` (for PUCT-style rules) and ``mctx.gumbel_muzero_policy``
 (for Gumbel), and the tree memory (bytes of all tree arrays, embeddings included).
 
-The ``curiosity`` row runs ``curiosity_policy`` (its defaults: fast P(best)) on
-``make_hex_belief_model`` (the same MLP plus bounded Beta belief heads) and is compared
-with OUR ``gumbel`` row, which runs on the plain model, in the same process (target:
->= 0.5x gumbel's simulations/s). Where curiosity's time goes (the belief model alone, P(best)
-rows by site, a ceiling with P(best) stubbed out) is measured by
+The ``curiosity`` row runs ``curiosity_policy`` with the options of the config's
+``search`` section (``rules.curiosity_options``: the schema defaults unless ``--config``
+or ``--set search.pbest_updates=incremental`` etc. change them; its ``options`` column
+names the ones that differ from ``CuriosityOptions``'s defaults, and ``search.kappa``)
+on ``make_hex_belief_model`` (the same MLP plus bounded Beta belief heads) and is
+compared with OUR ``gumbel`` row, which runs on the plain model, in the same process
+(target: >= 0.5x gumbel's simulations/s). Where curiosity's time goes (the belief model
+alone, P(best) rows by site, a ceiling with P(best) stubbed out) is measured by
 ``scripts/curiosity_time_split.py``; results/bench/README.md has the figures.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import time
 from collections.abc import Callable, Sequence
@@ -30,11 +34,13 @@ import jax.numpy as jnp
 import mctx
 import pgx
 
+from curiosity_search import rules
 from curiosity_search.atomic_io import write_csv_atomically
 from curiosity_search.bench import DEFAULT_OUT_DIR
 from curiosity_search.curiosity import (
     BeliefRecurrentFnOutput,
     BeliefRootFnOutput,
+    CuriosityOptions,
     curiosity_policy,
 )
 from curiosity_search.nets.belief_head import BeliefBounds, split_belief_outputs
@@ -53,7 +59,7 @@ OURS: dict[str, tuple[Callable[..., Any], str]] = {
         functools.partial(policies.puct_policy, dirichlet_fraction=0.0),
         "mctx_muzero_nonoise",
     ),
-    # Against OUR gumbel (the issue's target: >= 0.7x its simulations/s).
+    # Against OUR gumbel (issue 11's target: >= 0.5x its simulations/s).
     "curiosity": (curiosity_policy, "gumbel"),
 }
 # Rules that run on the belief model (``make_hex_belief_model``); all others, their
@@ -200,6 +206,8 @@ def bench_search(
     hidden: int = 64,
     out_dir: str | Path | None = "results/bench",
     print_fn: Callable[[str], None] | None = print,
+    curiosity_options: CuriosityOptions | None = None,
+    kappa: float = 4.0,
 ) -> list[dict[str, Any]]:
     """Measures simulations per second and tree bytes for our rules and mctx's policies.
 
@@ -212,11 +220,15 @@ def bench_search(
       hidden: MLP width.
       out_dir: where ``search_<device>.csv`` goes (None: no file).
       print_fn: progress and ratio lines (None: silent).
+      curiosity_options, kappa: the ``curiosity`` row's static options (None: the
+        defaults) and prior strength.
 
     Returns:
       One row per (policy, batch, simulations): ``policy``, ``baseline``, ``batch``,
       ``num_simulations``, ``seconds``, ``sims_per_sec``, ``tree_bytes``,
-      ``speed_ratio`` and ``memory_ratio`` (ours / baseline; 1 for mctx rows), ``device``.
+      ``speed_ratio`` and ``memory_ratio`` (ours / baseline; 1 for mctx rows), ``device``,
+      ``options`` (the curiosity row's non-default options and kappa, e.g.
+      ``pbest_updates=incremental kappa=4.0``; empty for the others).
     """
     say = print_fn or (lambda _: None)
     device = jax.devices()[0].platform
@@ -224,6 +236,15 @@ def bench_search(
     if unknown:
         raise ValueError(f"unknown rules {unknown}; choose from {sorted(OURS)}")
     models = {False: make_hex_model(hidden), True: make_hex_belief_model(hidden)}
+    defaults = CuriosityOptions()
+    curiosity_options = curiosity_options or defaults
+    ours_policies = {name: policy for name, (policy, _) in OURS.items()}
+    ours_policies["curiosity"] = functools.partial(curiosity_policy, options=curiosity_options,
+                                                   kappa=kappa)
+    changed = [f"{field.name}={getattr(curiosity_options, field.name)}"
+               for field in dataclasses.fields(CuriosityOptions)
+               if getattr(curiosity_options, field.name) != getattr(defaults, field.name)]
+    options_text = {"curiosity": " ".join([*changed, f"kappa={kappa}"])}
     # Baselines first (mctx's, then ours that others compare against), each once.
     ours = list(dict.fromkeys([*(OURS[r][1] for r in rules if OURS[r][1] in OURS), *rules]))
     names = [*sorted({OURS[r][1] for r in ours} & set(MCTX)), *ours]
@@ -238,7 +259,7 @@ def bench_search(
         for sims in num_simulations:
             runs, outputs = {}, {}
             for name in names:
-                policy = MCTX[name] if name in MCTX else OURS[name][0]
+                policy = MCTX[name] if name in MCTX else ours_policies[name]
                 uses_beliefs = name in BELIEF_RULES
                 params, _, recurrent_fn = models[uses_beliefs]
                 root, invalid = roots[uses_beliefs]
@@ -263,6 +284,7 @@ def bench_search(
                     "sims_per_sec": batch * sims / seconds[name],
                     "tree_bytes": tree_nbytes(outputs[name].search_tree),
                     "device": device,
+                    "options": options_text.get(name, ""),
                 }
                 base = measured.get(row["baseline"], row)
                 row["speed_ratio"] = row["sims_per_sec"] / base["sims_per_sec"]
@@ -286,13 +308,20 @@ def run_search_bench(
     *,
     repeats: int = 3,
     out: str | Path | None = None,
+    search_cfg: Any = None,
 ) -> Path:
     """``curiosity-search bench search``: ``bench_search`` over ``batch_sizes`` x
-    ``num_simulations``, written to ``out`` (default ``results/bench/search_<device>.csv``);
-    returns the CSV's path."""
+    ``num_simulations``, the curiosity row with ``search_cfg``'s options
+    (``rules.curiosity_options`` and ``search.kappa``; None: the defaults), written to
+    ``out`` (default ``results/bench/search_<device>.csv``); returns the CSV's path."""
     device = jax.devices()[0].platform
+    curiosity = {}
+    if search_cfg is not None:
+        curiosity = {"curiosity_options": rules.curiosity_options(search_cfg),
+                     "kappa": float(search_cfg.kappa)}
     rows = bench_search(
-        batch_sizes=batch_sizes, num_simulations=num_simulations, repeats=repeats, out_dir=None
+        batch_sizes=batch_sizes, num_simulations=num_simulations, repeats=repeats, out_dir=None,
+        **curiosity,
     )
     path = write_csv_atomically(out or DEFAULT_OUT_DIR / f"search_{device}.csv", rows)
     print(f"wrote {path}")

@@ -47,7 +47,8 @@ def run(args: argparse.Namespace) -> int:
         from curiosity_search.bench.search import run_search_bench
 
         run_search_bench(
-            args.batch or (64, 256), args.sims or (32, 128), repeats=args.repeats, out=args.out
+            args.batch or (64, 256), args.sims or (32, 128), repeats=args.repeats, out=args.out,
+            search_cfg=args.cfg.search,
         )
         return 0
     from curiosity_search.bench.train import run_train_bench
