@@ -14,7 +14,7 @@ interleaved rounds, fastest round kept:
   "incremental"``: each backup updates the root's P(best) aggregates for the one child
   that changed (the other nodes on the path recompute theirs);
 - ``curiosity_full_updates``: the same search recomputing every node's P(best) in
-  full at every backup (``pbest_updates="full"``, the search's default);
+  full at every backup (``pbest_updates="full"``, the default below 36 actions);
 - ``curiosity_pbest_stub``: the full-updates search with ``best_arm_probability``
   replaced by a softmax of the arms' mean scores (O(A); a diagnostic, not a search
   anyone should run: its trees differ). Everything else (the tree, the belief

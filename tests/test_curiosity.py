@@ -14,6 +14,7 @@ from curiosity_search.curiosity import (
     beliefs,
     curiosity_policy,
 )
+from curiosity_search.curiosity.nodes import AUTO_INCREMENTAL_ACTIONS
 from curiosity_search.search.tree import UNVISITED
 from curiosity_search.testing.curiosity_reference import (
     BeliefHashModel,
@@ -123,7 +124,7 @@ def test_kernel_matches_reference(num_outcomes, belief_summary, max_depth, termi
     assert np.all(np.isfinite(out.action_weights)) and np.all(out.action_weights[invalid] == 0)
     np.testing.assert_allclose(out.action_weights.sum(-1), 1.0, atol=1e-5)
     np.testing.assert_allclose(out.root_belief, tree.node_extras.belief[:, 0])
-    if options.incremental(num_outcomes) and log_total_range[1] < 4.0:
+    if options.incremental(num_outcomes, num_actions) and log_total_range[1] < 4.0:
         _check_root_cache_is_fresh(tree, options)
     assert np.all(out.child_belief_mask == ((tree.children_index[:, 0] != UNVISITED) & ~invalid))
     # Drawing from the beliefs keeps no selection rows (no lazy prior fill, no backup
@@ -339,3 +340,20 @@ def test_pbest_row_counter_matches_compaction_and_leaves_results_unchanged():
     assert counts == {"rows_active_backup_scaled": 19, "rows_computed_backup_scaled": 20,
                       "rows_active_lazy_fill_scaled": 19, "rows_computed_lazy_fill_scaled": 48}
     assert backup.compacted_map is compaction.compacted_map  # restored on exit
+
+
+def test_auto_pbest_updates_keeps_the_incremental_root_from_36_actions():
+    """``pbest_updates="auto"`` (the default) takes the incremental root layout on boards
+    of ``AUTO_INCREMENTAL_ACTIONS`` actions or more (K = 2, fast, average), the full one
+    below and wherever the layout does not apply; the explicit settings keep theirs."""
+    auto = CuriosityOptions()
+    assert auto.pbest_updates == "auto" and AUTO_INCREMENTAL_ACTIONS == 36
+    assert auto.incremental(2, 36) and auto.incremental(2, 122)
+    assert not auto.incremental(2, 25) and not auto.incremental(3, 36)
+    assert not CuriosityOptions(pbest_method="accurate").incremental(2, 36)
+    assert not CuriosityOptions(pbest_updates="full").incremental(2, 122)
+    assert CuriosityOptions(pbest_updates="incremental").incremental(2, 16)
+    children = jnp.ones((2, 36, 2))
+    valid = jnp.ones((2, 36), bool)
+    assert auto.root_data(children, valid) is not None
+    assert auto.root_data(children[:, :25], valid[:, :25]) is None

@@ -103,10 +103,11 @@ class SearchConfig:
     pbest_method: str = choice("fast", "fast", "accurate",
                                doc="curiosity: P(best) numerics (both within 0.01; fast: "
                                    "a K = 2 kernel, accurate elsewhere)")
-    pbest_updates: str = choice("full", "full", "incremental",
+    pbest_updates: str = choice("auto", "auto", "incremental", "full",
                                 doc="curiosity: backups recompute each node's P(best) "
                                     "(full) or update the root's for the changed child "
-                                    "(incremental)")
+                                    "(incremental); auto: incremental on wide boards "
+                                    "(curiosity.nodes.AUTO_INCREMENTAL_ACTIONS)")
     selection_draw: str = choice("auto", "auto", "table", "thompson",
                                  doc="curiosity: selection reads P(best) rows cached by the "
                                      "backup (table) or draws one score per child "

@@ -43,7 +43,12 @@ from curiosity_search.search.tree import ROOT_INDEX, UNVISITED, Tree
 
 ILLEGAL_LOGIT = -1e30  # prior logits below this mark illegal actions at interior nodes
 BELIEF_SUMMARIES = ("average", "moment_match")
-PBEST_UPDATES = ("incremental", "full")
+PBEST_UPDATES = ("auto", "incremental", "full")
+# pbest_updates="auto": the root's incremental layout from this many actions (6x6 Hex):
+# where the root takes most backups' P(best) rows, it is 1.7-2.4x faster on 11x11
+# (results/bench/README.md, 2026-12-05); on 5x5 it gained ~8% and on 4x4 nothing, for
+# ~20 s more compilation, so smaller boards keep the full layout.
+AUTO_INCREMENTAL_ACTIONS = 36
 SELECTION_DRAWS = ("auto", "table", "thompson")
 NO_PROOF_LENGTH = -1
 
@@ -68,9 +73,10 @@ class CuriosityOptions:
         scratch; ``"incremental"``: where the layout allows (``incremental``), every
         backup updates the root's P(best) aggregates for the one child that changed
         (``selection_cache``; the root ends every backup), the other nodes on the path
-        recompute theirs. The same numbers up to float32 rounding, the same selection
-        distributions, drawn in two stages at the root (other random draws than
-        ``"full"``'s).
+        recompute theirs; ``"auto"``: ``"incremental"`` from
+        ``AUTO_INCREMENTAL_ACTIONS`` actions, ``"full"`` below. The same numbers up to
+        float32 rounding, the same selection distributions, drawn in two stages at the
+        root (other random draws than ``"full"``'s).
       fast_fallback: the fast P(best)'s rows outside its envelope take the accurate
         method's numbers inside ``best_probability`` (True), or are left for the
         caller to recompute (False; ``compacted_pbest_map``).
@@ -90,7 +96,7 @@ class CuriosityOptions:
     belief_summary: str = "average"
     two_player: bool = True
     compaction_slots: Sequence[int] | None = None
-    pbest_updates: str = "full"
+    pbest_updates: str = "auto"
     fast_fallback: bool = True
     selection_draw: str = "auto"
 
@@ -116,18 +122,22 @@ class CuriosityOptions:
         return self.selection_draw == "thompson" or (self.selection_draw == "auto"
                                                      and num_outcomes == 3)
 
-    def incremental(self, num_outcomes: int) -> bool:
+    def incremental(self, num_outcomes: int, num_actions: int) -> bool:
         """Whether the root keeps the incremental selection layout (``selection_cache``):
-        ``pbest_updates == "incremental"``, K = 2, the fast P(best), the average summary."""
-        return (self.pbest_updates == "incremental" and num_outcomes == 2
-                and self.pbest_method == "fast" and self.belief_summary == "average")
+        ``pbest_updates`` is ``"incremental"``, or ``"auto"`` with at least
+        ``AUTO_INCREMENTAL_ACTIONS`` actions; K = 2, the fast P(best), the average
+        summary."""
+        wanted = self.pbest_updates == "incremental" or (
+            self.pbest_updates == "auto" and num_actions >= AUTO_INCREMENTAL_ACTIONS)
+        return (wanted and num_outcomes == 2 and self.pbest_method == "fast"
+                and self.belief_summary == "average")
 
     def selection_from_beliefs(self, concentrations: chex.Array, valid: chex.Array,
                                at_root: bool = False) -> SelectionCache:
         """The selection cache over children ``concentrations [..., A, K]``, the ``valid
         [..., A]`` ones drawable, built in full: the incremental layout at the root when
         ``incremental``, the full layout otherwise."""
-        if at_root and self.incremental(concentrations.shape[-1]):
+        if at_root and self.incremental(concentrations.shape[-1], concentrations.shape[-2]):
             return build_incremental(concentrations, valid, self.grid_size)[0]
         return from_probability(self.best_probability(concentrations, ~valid))
 
@@ -136,7 +146,7 @@ class CuriosityOptions:
         """The search's ``tree.extra_data`` for roots whose children are
         ``concentrations [B, A, K]`` (``valid [B, A]`` drawable): the root's incremental
         selection cache, or None when the root keeps the full layout in its node."""
-        if not self.incremental(concentrations.shape[-1]):
+        if not self.incremental(concentrations.shape[-1], concentrations.shape[-2]):
             return None
         return CuriosityExtraData(
             root_selection=self.selection_from_beliefs(concentrations, valid, at_root=True))
