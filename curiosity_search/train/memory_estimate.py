@@ -16,7 +16,9 @@ its ``init``), so nothing is allocated, however large the config. It is a lower 
   ``search_control.capacity`` restart states;
 - search trees: ``B`` x ``N`` nodes (``N = num_simulations + 1``), each 7 scalars,
   two ``[A]`` arrays, one env state, and for curiosity its beliefs (``[A, K]`` plus
-  ``[A]`` caches); the larger of self-play's trees and evaluation's
+  ``[A]`` caches) and, where the options keep it (``search.pbest_updates``), the root's
+  incremental P(best) cache per tree (``eval_shape`` of
+  ``CuriosityOptions.root_data``); the larger of self-play's trees and evaluation's
   (``eval.num_positions`` x ``search.eval_num_simulations + 1``);
 - Gumbel's sequential-halving schedule: ``(max_num_considered_actions + 1) x
   num_simulations`` int32, built on the host;
@@ -105,6 +107,17 @@ def _env(cfg: Any) -> Any:
     return envs.make(cfg.env.name, **kwargs)
 
 
+def _root_cache_bytes(cfg: Any, num_actions: int, num_outcomes: int) -> int:
+    """Bytes per tree of a curiosity search's incremental root cache
+    (``curiosity.nodes.CuriosityExtraData``, from ``eval_shape`` of
+    ``CuriosityOptions.root_data``); 0 where the options keep the full layout."""
+    from curiosity_search.rules import curiosity_options
+
+    beliefs = jax.ShapeDtypeStruct((1, num_actions, num_outcomes), jax.numpy.float32)
+    valid = jax.ShapeDtypeStruct((1, num_actions), jax.numpy.bool_)
+    return tree_bytes(jax.eval_shape(curiosity_options(cfg.search).root_data, beliefs, valid))
+
+
 def _parameter_bytes(cfg: Any, num_actions: int, observation: Any) -> int:
     """The network's parameter bytes, from ``eval_shape`` of its init (0 if it cannot
     be built: the trainer then reports why)."""
@@ -144,8 +157,10 @@ def estimate_memory(cfg: Any) -> MemoryEstimate:
     if curiosity:
         node += FLOAT_BYTES * (actions * outcomes + 2 * outcomes + 2 * actions + 2)
 
+    root_cache = _root_cache_bytes(cfg, actions, outcomes) if curiosity else 0
+
     def trees(games: int, simulations: int) -> int:
-        return games * (simulations + 1) * node if simulations > 0 else 0
+        return games * ((simulations + 1) * node + root_cache) if simulations > 0 else 0
 
     selfplay_trees = trees(batch, sims)
     eval_trees = trees(cfg.eval.num_positions, cfg.search.eval_num_simulations)
