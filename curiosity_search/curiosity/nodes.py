@@ -44,11 +44,10 @@ from curiosity_search.search.tree import ROOT_INDEX, UNVISITED, Tree
 ILLEGAL_LOGIT = -1e30  # prior logits below this mark illegal actions at interior nodes
 BELIEF_SUMMARIES = ("average", "moment_match")
 PBEST_UPDATES = ("auto", "incremental", "full")
-# pbest_updates="auto": the root's incremental layout from this many actions (6x6 Hex,
-# 37 with its swap slot, and wider):
-# where the root takes most backups' P(best) rows, it is 1.7-2.4x faster on 11x11
-# (results/bench/README.md, 2026-12-05); on 5x5 it gained ~8% and on 4x4 nothing, for
-# ~20 s more compilation, so smaller boards keep the full layout.
+# pbest_updates="auto" keeps the root's incremental layout from this many actions on
+# (6x6 Hex, 37 actions with its swap slot, and wider): hex6 training 1.22x, the 11x11
+# search 1.7-2.4x (results/bench/README.md, 2026-12-05); 5x5 gained ~8% and 4x4
+# nothing, for ~20 s more compilation, so smaller boards keep the full layout.
 AUTO_INCREMENTAL_ACTIONS = 36
 SELECTION_DRAWS = ("auto", "table", "thompson")
 NO_PROOF_LENGTH = -1
