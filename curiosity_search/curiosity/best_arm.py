@@ -529,7 +529,7 @@ def _kernel_concentrations(concentrations: Array, valid: Array) -> Array:
 
 
 def fast_arm_terms(concentrations: Array, valid: Array,
-                 edges: Array) -> tuple[Array, Array]:
+                   edges: Array) -> tuple[Array, Array]:
     """Each arm's terms on the grid ``edges [..., G]``, as the aggregates store them:
     ``(table [..., A, S + 1], logs [..., A, S + 1])``, arm-major. ``table``:
     ``ratio_a(s)`` in columns ``s < S``, ``rate_a`` in column ``S``; ``logs``: ``log
@@ -590,7 +590,7 @@ def update_fast_aggregates(aggregates: FastAggregates, old_table: Array, old_log
     the changed row's grid (``fast_grid_edges``) is ``aggregates.edges``.
     """
     new_table, new_logs = fast_arm_terms(new[..., None, :], new_valid[..., None],
-                                       aggregates.edges)
+                                         aggregates.edges)
     new_table, new_logs = new_table[..., 0, :], new_logs[..., 0, :]
     new_vector = jnp.where(new_valid[..., None], jnp.asarray(new, jnp.float32), 0.0)
 
