@@ -122,15 +122,6 @@ class CuriosityOptions:
         return self.selection_draw == "thompson" or (self.selection_draw == "auto"
                                                      and num_outcomes == 3)
 
-    def empty_selection(self, leading: tuple[int, ...], num_actions: int,
-                        num_outcomes: int) -> SelectionCache:
-        """An unset selection cache of shape ``leading`` for a node with ``num_actions``
-        children: zeros, filled later (``fill_prior_best``, the backup); with no
-        actions (a ``[..., 0, 1]`` table) where selection draws from the beliefs
-        (``draws_thompson``), which never reads the cache."""
-        width = 0 if self.draws_thompson(num_outcomes) else num_actions
-        return empty_cache(leading, width)
-
     def incremental(self, num_outcomes: int, num_actions: int) -> bool:
         """Whether the root keeps the incremental selection layout (``selection_cache``):
         ``pbest_updates`` is ``"incremental"``, or ``"auto"`` with at least
@@ -278,8 +269,7 @@ class CuriosityExtras:
     *unresolved* legal children, as of its last backup (before its first: over its
     Q_a priors, filled when a descent first stops on the node, ``fill_prior_best``;
     zeros until then), in the full layout (an incremental root keeps its own in
-    ``CuriosityExtraData``); empty (no actions) where selection draws from the
-    beliefs (``CuriosityOptions.empty_selection``).
+    ``CuriosityExtraData``).
     """
 
     belief: chex.Array
@@ -416,8 +406,7 @@ def wrap_recurrent_fn(recurrent_fn, options: CuriosityOptions):
             out.prior_logits < ILLEGAL_LOGIT,
             terminal,
             own_score,
-            options.empty_selection(out.prior_logits.shape[:1], out.prior_logits.shape[-1],
-                                    out.value_belief.shape[-1]),
+            empty_cache(out.prior_logits.shape[:1], out.prior_logits.shape[-1]),
         )
         kernel_out = RecurrentFnOutputWithExtras(
             reward=out.reward,

@@ -63,6 +63,7 @@ from curiosity_search.curiosity.nodes import (
     prove,
     wrap_recurrent_fn,
 )
+from curiosity_search.curiosity.selection_cache import empty_cache
 from curiosity_search.curiosity.thompson import thompson_draw
 from curiosity_search.search.base import LoopFn, Params, PolicyOutput, RootFnOutputWithExtras
 from curiosity_search.search.search import search as run_search
@@ -222,8 +223,7 @@ def curiosity_policy(
     if extra_data is None and not draws:
         root_selection = options.selection_from_beliefs(root_action_beliefs, ~invalid_actions)
     else:  # the root's node-level cache is unused
-        root_selection = options.empty_selection((batch_size,), num_actions,
-                                                 value_belief.shape[-1])
+        root_selection = empty_cache((batch_size,), num_actions)
     if draws:
         draw = functools.partial(curiosity_thompson_selection, options=options)
         root_selection_fn, interior_selection_fn, prepare_fn = draw, draw, None
