@@ -275,3 +275,29 @@ def test_config_does_not_import_jax():
         "assert 'jax' not in sys.modules"
     )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=CONFIGS.parent)
+
+
+def test_search_choices_match_the_curiosity_kernels_options():
+    """The schema lists curiosity's option values itself (the config layer does not import
+    the search); they must stay the values ``curiosity.nodes`` accepts."""
+    import typing
+
+    from curiosity_search.config.schema import SearchConfig
+    from curiosity_search.curiosity.best_arm import PBEST_METHODS
+    from curiosity_search.curiosity.nodes import BELIEF_SUMMARIES, PBEST_UPDATES, SELECTION_DRAWS
+
+    fields = {field.name: field for field in dataclasses.fields(SearchConfig)}
+
+    def schema_choices(name: str) -> set:
+        return set(fields[name].metadata["choices"])
+
+    assert schema_choices("pbest_method") == set(PBEST_METHODS)
+    assert schema_choices("pbest_updates") == set(PBEST_UPDATES)
+    assert schema_choices("selection_draw") == set(SELECTION_DRAWS)
+    hints = typing.get_type_hints(SearchConfig)
+    assert set(typing.get_args(hints["belief_summary"])) == set(BELIEF_SUMMARIES)
+    defaults = SearchConfig()
+    for name, allowed in (("pbest_method", PBEST_METHODS), ("pbest_updates", PBEST_UPDATES),
+                          ("selection_draw", SELECTION_DRAWS),
+                          ("belief_summary", BELIEF_SUMMARIES)):
+        assert getattr(defaults, name) in allowed, name
