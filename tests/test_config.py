@@ -287,17 +287,13 @@ def test_search_choices_match_the_curiosity_kernels_options():
     from curiosity_search.curiosity.nodes import BELIEF_SUMMARIES, PBEST_UPDATES, SELECTION_DRAWS
 
     fields = {field.name: field for field in dataclasses.fields(SearchConfig)}
-
-    def schema_choices(name: str) -> set:
-        return set(fields[name].metadata["choices"])
-
-    assert schema_choices("pbest_method") == set(PBEST_METHODS)
-    assert schema_choices("pbest_updates") == set(PBEST_UPDATES)
-    assert schema_choices("selection_draw") == set(SELECTION_DRAWS)
-    hints = typing.get_type_hints(SearchConfig)
-    assert set(typing.get_args(hints["belief_summary"])) == set(BELIEF_SUMMARIES)
+    listed = {name: set(fields[name].metadata["choices"])
+              for name in ("pbest_method", "pbest_updates", "selection_draw")}
+    belief_summary_type = typing.get_type_hints(SearchConfig)["belief_summary"]
+    listed["belief_summary"] = set(typing.get_args(belief_summary_type))
+    accepted = {"pbest_method": PBEST_METHODS, "pbest_updates": PBEST_UPDATES,
+                "selection_draw": SELECTION_DRAWS, "belief_summary": BELIEF_SUMMARIES}
     defaults = SearchConfig()
-    for name, allowed in (("pbest_method", PBEST_METHODS), ("pbest_updates", PBEST_UPDATES),
-                          ("selection_draw", SELECTION_DRAWS),
-                          ("belief_summary", BELIEF_SUMMARIES)):
+    for name, allowed in accepted.items():
+        assert listed[name] == set(allowed), name
         assert getattr(defaults, name) in allowed, name
