@@ -6,6 +6,8 @@ import csv
 import sys
 from pathlib import Path
 
+import jax
+import jax.numpy as jnp
 import pytest
 
 from curiosity_search.sweeps.jobs import run_parallel
@@ -256,3 +258,26 @@ def test_sweep_end_to_end_with_fake_trainer(tmp_path: Path, monkeypatch) -> None
     with open(run_dir / "arena.csv", newline="") as handle:
         (row,) = list(csv.DictReader(handle))
     assert (row["player_b"], row["games"], row["iteration"]) == ("random", "4", "2")
+
+
+def test_sequential_sweep_frees_each_runs_compiled_programs(
+    sweep_file: Path, tmp_path: Path
+) -> None:
+    """Each run starts with JAX's in-memory caches empty, a crashed run's too, so a
+    long sweep in one process does not keep every run's executables mapped."""
+    square = jax.jit(lambda x: x * x)
+    cached_at_start: list[int] = []
+
+    def train(cfg, workdir, resume=False):
+        cached_at_start.append(square._cache_size())
+        square(jnp.ones(len(cached_at_start)))  # a new shape: one more program a run
+        (Path(workdir) / "config.yaml").write_text(f"name: {cfg.name}\n")
+        if cfg.name == "hex3-gumbel-seed1":
+            raise RuntimeError("simulated crash")
+
+    sweep = load_sweep(sweep_file, tmp_path / "out")
+    failed = run_sweep(sweep, train_fn=train, evaluate_fn=_no_eval, out=lambda s: None)
+    assert failed == ["hex3-gumbel-seed1"]
+    assert cached_at_start == [0] * 8
+    square(jnp.ones(1))
+    assert square._cache_size() == 1  # the check above can fail: the cache does fill

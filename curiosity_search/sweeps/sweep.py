@@ -408,6 +408,8 @@ def run_sweep(
             return run_status(sweep.run_dir(run)) == "done"
 
         return busy + run_parallel(sweep, todo, jobs, out, finished=finished)
+    import jax
+
     failed = list(busy)
     for run in todo:
         out(f"{statuses[run.name]} -> running {run.name}")
@@ -417,5 +419,13 @@ def run_sweep(
             out(f"FAILED {run.name}: {type(error).__name__}: {error}")
             failed.append(run.name)
             continue
+        finally:
+            # Each run's programs are its own (another config compiles others), and
+            # XLA:CPU keeps every live executable mapped into memory: freed here, a long
+            # sweep in one process stays below the kernel's mapping limit
+            # (vm.max_map_count), where compiling fails (results/bench/README.md, "the
+            # test suite's crash"). A later run with the same programs reloads them from
+            # the persistent compilation cache.
+            jax.clear_caches()
         out(f"done {run.name}: {summary['status']}, {summary['seconds']:.0f} s")
     return failed
