@@ -52,10 +52,7 @@ arms as wide boards have (26 and 122; those rows include heavy-tailed arms).
   sharp_vs_flat identical --seeds 7 8 9 11 12 --methods accurate``) at most 0.0047,
   0.0034, 0.0034, 0.0031 (one pass: 0.0085 on the test's cases far below 1, 0.0056 on
   the 300). ``python scripts/pbest_cost.py --outcomes 3 --methods accurate`` on [256,
-  9]: ~0.43-0.44 ms per K = 3 row on a 2-core machine (one pass, same run: ~0.31-0.36);
-  each arm's tables are built once per row (``score_cdf.dirichlet_tables``), for the
-  candidates and both edge passes (tic-tac-toe training 1.20-1.30x faster,
-  results/bench/README.md, 2026-12-05, night).
+  9]: ~0.43-0.44 ms per K = 3 row on a 2-core machine (one pass, same run: ~0.31-0.36).
 - ``fast`` (the search's default): for K = 2 rows inside the **envelope** (every
   uncertain arm with ``alpha, beta >= FAST_MIN_CONCENTRATION`` and ``alpha + beta <=
   FAST_MAX_TOTAL``; no fractional exact score), a kernel exact up to quadrature: the
@@ -89,8 +86,6 @@ from jax.scipy.special import gammaln
 
 from curiosity_search.curiosity.score_cdf import (
     SCORE_AXIS_POWER,
-    DirichletTables,
-    dirichlet_tables,
     logit_to_score_axis,
     score_cdf_and_density,
     score_location,
@@ -229,15 +224,14 @@ def _merged(edges: Array, extra: Array, per_arm: tuple[Array, ...],
     return merged[0], tuple(merged[1:])
 
 
-def _arm_candidates(concentrations: Array, grid_size: int,
-                    tables: DirichletTables | None) -> tuple[Array, Array]:
+def _arm_candidates(concentrations: Array, grid_size: int) -> tuple[Array, Array]:
     """Each arm's grid candidates ``[..., A, C]`` and lower relevance bound ``[..., A]``.
 
     K = 2, in logit space: ``G`` candidates ``center + scale * c_j`` (``c_j`` uniform on
     +-_CANDIDATE_RANGE) and ``center - _RELEVANCE_SIGMAS scale``, from the logit's
     moments. K = 3, on the score axis (``score_cdf.logit_to_score_axis``): the same,
     mapped, and ``G`` more at the arm's score quantiles
-    (``score_cdf.score_sample``, from the arms' ``tables``), which moments cannot place.
+    (``score_cdf.score_sample``), which moments cannot place.
     """
     center, scale = score_location(concentrations)
     offsets = jnp.linspace(-_CANDIDATE_RANGE, _CANDIDATE_RANGE, grid_size)
@@ -245,7 +239,7 @@ def _arm_candidates(concentrations: Array, grid_size: int,
     lows = center - _RELEVANCE_SIGMAS * scale
     if concentrations.shape[-1] == 2:
         return candidates, lows
-    sample = _sort_floats(score_sample(concentrations, tables))  # [..., A, M]
+    sample = _sort_floats(score_sample(concentrations))  # [..., A, M]
     pick = np.floor((np.arange(grid_size) + 0.5) / grid_size * sample.shape[-1]).astype(np.int32)
     return (jnp.concatenate([logit_to_score_axis(candidates), sample[..., pick]], axis=-1),
             logit_to_score_axis(lows))
@@ -303,18 +297,16 @@ def _accurate_core(concentrations: Array, valid: Array, threshold: Array,
     (0 without a threshold): absolute probabilities, up to the grid's error. Below, G
     counts the edges in use: ``2 grid_size + 1``, ``2 grid_size + 4`` for K = 3.
     """
-    # K = 3: the arms' tables, built once for the candidates and both edge passes.
-    tables = dirichlet_tables(concentrations) if concentrations.shape[-1] == 3 else None
-    candidates, lows = _arm_candidates(concentrations, grid_size, tables)
+    candidates, lows = _arm_candidates(concentrations, grid_size)
     if concentrations.shape[-1] == 3:
         threshold = logit_to_score_axis(threshold)
     edges = _grid_edges(candidates, lows, valid, threshold, grid_size)
     if concentrations.shape[-1] == 3:
         edges = _with_draw_vertex_edges(edges)
-    cdf, density = score_cdf_and_density(concentrations, edges, tables)
+    cdf, density = score_cdf_and_density(concentrations, edges)
     extra = _max_quantile_edges(edges, cdf, valid, threshold, grid_size)
     edges, (cdf, density) = _merged(edges, extra, (cdf, density),
-                                    score_cdf_and_density(concentrations, extra, tables))
+                                    score_cdf_and_density(concentrations, extra))
     cdf = jnp.where(valid[..., None], cdf, 1.0)
     density = jnp.maximum(jnp.where(valid[..., None], density, 0.0), 0.0)
     cdf = jax.lax.cummax(cdf, axis=cdf.ndim - 1)

@@ -325,30 +325,6 @@ def _quantile_table_lookup(table: _QuantileTable, logit_u: Array) -> Array:
 
 
 
-class DirichletTables(NamedTuple):
-    """K = 3: the per-arm tables both ``score_sample`` and ``score_cdf_and_density`` read,
-    built once per row of arms (``dirichlet_tables``); leading shape ``[..., A]``.
-
-    draw: the CDF of logit(t), t = p_d ~ Beta(d, w + l); ratio: of logit(B), B = p_w /
-    (p_w + p_l) ~ Beta(w, l); draw_quantiles, ratio_quantiles: their quantile
-    functions (``_quantile_table``).
-    """
-
-    draw: _LogitBetaTable
-    ratio: _LogitBetaTable
-    draw_quantiles: _QuantileTable
-    ratio_quantiles: _QuantileTable
-
-
-def dirichlet_tables(concentrations: Array) -> DirichletTables:
-    """The ``DirichletTables`` of Dirichlet arms ``concentrations [..., A, 3]``."""
-    win, draw, loss = concentrations[..., 0], concentrations[..., 1], concentrations[..., 2]
-    draw_table = _logit_beta_table(draw, win + loss)
-    ratio_table = _logit_beta_table(win, loss)
-    return DirichletTables(draw_table, ratio_table, _quantile_table(draw_table),
-                           _quantile_table(ratio_table))
-
-
 def _log_two_cosh(a: Array) -> Array:
     """``log(2 cosh(a))``, any ``a``."""
     return jnp.abs(a) + jnp.log1p(jnp.exp(-2.0 * jnp.abs(a)))
@@ -381,7 +357,7 @@ def _log_tanh_half(log_abs_z: Array) -> Array:
     return jnp.where(log_abs_z < -6.0, series, direct)
 
 
-def score_sample(concentrations: Array, tables: DirichletTables | None = None) -> Array:
+def score_sample(concentrations: Array) -> Array:
     """K = 3: an equal-weight sample ``[..., A, M]`` (unsorted, ``M = _PRODUCT_LEVELS**2``)
     of each arm's score on the score axis, which follows its mass wherever it sits (at
     1/2's draw vertex, deep in a win or loss vertex's tail, or in between): grid
@@ -390,17 +366,18 @@ def score_sample(concentrations: Array, tables: DirichletTables | None = None) -
     The score s = 1/2 + (1 - t)(B - 1/2) at the pairs of stratified quantiles of
     t = p_d ~ Beta(d, w + l) and B = p_w / (p_w + p_l) ~ Beta(w, l) (independent).
     ``log |2 s - 1| = log(1 - t) + log |2 B - 1|`` and ``log(1 - |2 s - 1|) = log(t + (1 -
-    t) 2 min(B, 1 - B))`` keep draws within e^-1000 of 1/2, 0 or 1 apart. ``tables``:
-    the arms' ``dirichlet_tables`` if already built.
+    t) 2 min(B, 1 - B))`` keep draws within e^-1000 of 1/2, 0 or 1 apart.
     """
-    if tables is None:
-        tables = dirichlet_tables(concentrations)
+    win, draw, loss = concentrations[..., 0], concentrations[..., 1], concentrations[..., 2]
     levels = (np.arange(_PRODUCT_LEVELS) + 0.5) / _PRODUCT_LEVELS
     level_logits = jnp.asarray(np.log(levels) - np.log1p(-levels), jnp.float32)
-    logits = jnp.broadcast_to(level_logits, concentrations.shape[:-1] + level_logits.shape)
-    # [..., A, L, 1] and [..., A, 1, L]: the L levels of each, paired.
-    draw_logit = _quantile_table_lookup(tables.draw_quantiles, logits)[..., :, None]
-    ratio_logit = _quantile_table_lookup(tables.ratio_quantiles, logits)[..., None, :]
+
+    def quantiles(table: _LogitBetaTable) -> Array:
+        logits = jnp.broadcast_to(level_logits, table.mode.shape + level_logits.shape)
+        return _quantile_table_lookup(_quantile_table(table), logits)  # [..., A, L]
+
+    draw_logit = quantiles(_logit_beta_table(draw, win + loss))[..., :, None]  # [..., A, L, 1]
+    ratio_logit = quantiles(_logit_beta_table(win, loss))[..., None, :]  # [..., A, 1, L]
     log_t, log_one_minus_t = jax.nn.log_sigmoid(draw_logit), jax.nn.log_sigmoid(-draw_logit)
     log_gap = log_one_minus_t + _log_tanh_half(jnp.log(jnp.abs(ratio_logit)))  # log |2s - 1|
     log_rest = jnp.logaddexp(log_t, log_one_minus_t + math.log(2.0)
@@ -413,9 +390,7 @@ def score_sample(concentrations: Array, tables: DirichletTables | None = None) -
     return y.reshape(y.shape[:-2] + (-1,))  # [..., A, L * L]
 
 
-def score_cdf_and_density_dirichlet(concentrations: Array, edges: Array,
-                                    tables: DirichletTables | None = None
-                                    ) -> tuple[Array, Array]:
+def score_cdf_and_density_dirichlet(concentrations: Array, edges: Array) -> tuple[Array, Array]:
     """K = 3: CDF of s = p_w + p_d / 2 and its density on the score axis at its edges.
 
     ``concentrations [..., A, 3]``, ``edges [..., G]`` on the score axis
@@ -432,11 +407,8 @@ def score_cdf_and_density_dirichlet(concentrations: Array, edges: Array,
     table density times the derivative of its argument in the edge (the moving end's
     terms cancel against the constant side: the conditional CDF is continuous there).
     Every quantity that involves x - 1/2 is formed from log |logit(x)|, so draws within
-    e^-1000 of 1/2 keep their order. ``tables``: the arms' ``dirichlet_tables`` if
-    already built (the tables depend on the arms only, not on the edges).
+    e^-1000 of 1/2 keep their order.
     """
-    if tables is None:
-        tables = dirichlet_tables(concentrations)
     win, draw, loss = concentrations[..., 0], concentrations[..., 1], concentrations[..., 2]
     # Spread of s induced by each variable (linearized at the means): integrate over the
     # one that moves s less, per arm.
@@ -446,14 +418,15 @@ def score_cdf_and_density_dirichlet(concentrations: Array, edges: Array,
     mean_b = win / (win + loss)
     sd_b = jnp.sqrt(mean_b * (1.0 - mean_b) / (win + loss + 1.0))
     use_t = jnp.abs(0.5 - mean_b) * sd_t <= (1.0 - mean_t) * sd_b  # [..., A]
+    draw_table = _logit_beta_table(draw, win + loss)  # t
+    ratio_table = _logit_beta_table(win, loss)  # B
     # The integration variable's table and the conditional one, chosen per arm, so each
     # arm makes one set of table lookups.
     pick = lambda first, second: jax.tree.map(
         lambda a, b: jnp.where(use_t.reshape(use_t.shape + (1,) * (a.ndim - use_t.ndim)), a, b),
         first, second)
-    outer_table = pick(tables.draw, tables.ratio)
-    inner_table = pick(tables.ratio, tables.draw)
-    outer_quantiles = pick(tables.draw_quantiles, tables.ratio_quantiles)
+    outer_table = pick(draw_table, ratio_table)
+    inner_table = pick(ratio_table, draw_table)
 
     # The edge x as the sign and log |.| of z = logit(x).
     y = edges[..., None, :]  # [..., 1, G]
@@ -485,7 +458,7 @@ def score_cdf_and_density_dirichlet(concentrations: Array, edges: Array,
                       jnp.log1p(-length * unit_nodes))
     shape = log_u.shape  # [..., A, G, N]
     flat = lambda x: x.reshape(shape[:-2] + (-1,))
-    nodes = _quantile_table_lookup(outer_quantiles, flat(log_u - log_v))
+    nodes = _quantile_table_lookup(_quantile_table(outer_table), flat(log_u - log_v))
     nodes = nodes.reshape(shape)  # the integration variable's logit at the Gauss nodes
     use_t = use_t[..., None]  # [..., A, 1, 1]
     positive = (nodes > 0) & ~use_t
@@ -539,19 +512,17 @@ def score_cdf_and_density_dirichlet(concentrations: Array, edges: Array,
     return jnp.clip(cdf, 0.0, 1.0), density_y
 
 
-def score_cdf_and_density(concentrations: Array, edges: Array,
-                          tables: DirichletTables | None = None) -> tuple[Array, Array]:
+def score_cdf_and_density(concentrations: Array, edges: Array) -> tuple[Array, Array]:
     """CDF of each arm's score at the edges and its density along their axis.
 
     ``concentrations: [..., A, K]`` (K = 2 or 3), ``edges: [..., G]`` ->
     ``([..., A, G], [..., A, G])``. K = 2: edges are logits of the score; K = 3: points
-    of the score axis (``logit_to_score_axis``), with the arms' ``dirichlet_tables`` if
-    already built (``tables``; ignored at K = 2).
+    of the score axis (``logit_to_score_axis``).
     """
     if concentrations.shape[-1] == 2:
         return score_cdf_and_density_beta(concentrations, edges)
     if concentrations.shape[-1] == 3:
-        return score_cdf_and_density_dirichlet(concentrations, edges, tables)
+        return score_cdf_and_density_dirichlet(concentrations, edges)
     raise ValueError(f"beliefs have K = 2 or 3 outcomes, got {concentrations.shape[-1]}")
 
 
