@@ -42,11 +42,12 @@ def _release_compiled_programs_near_the_mapping_limit():
     half the memory mappings it may.
 
     XLA:CPU maps each executable's code into memory, and JAX's in-memory caches keep the
-    executables alive, so the whole suite in one process grows to ~60,000 mappings. At
-    the kernel's limit (``vm.max_map_count``, 65,530 by default) the next executable's
-    symbols fail to materialize and jaxlib crashes in ``executable.serialize()``, the
-    persistent-cache write (results/bench/README.md, "the test suite's crash"). Later
-    modules get freed programs back from the persistent compilation cache.
+    executables alive: the whole suite in one process reached 61,000 mappings on
+    2026-12-06 (with a K = 3 variant of the search since set aside). At the kernel's
+    limit (``vm.max_map_count``, 65,530 by default) the next executable's symbols fail
+    to materialize and jaxlib crashes in ``executable.serialize()``, the persistent-cache
+    write (results/bench/README.md, "the test suite's crash"). Later modules get freed
+    programs back from the persistent compilation cache.
     """
     yield
     limit = _mapping_limit()
