@@ -51,6 +51,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import jax
+
 from curiosity_search.atomic_io import write_text_atomically
 from curiosity_search.errors import UserError
 from curiosity_search.eval.evaluation import EvalPlan, evaluate_run, plan_from_dict
@@ -408,8 +410,6 @@ def run_sweep(
             return run_status(sweep.run_dir(run)) == "done"
 
         return busy + run_parallel(sweep, todo, jobs, out, finished=finished)
-    import jax
-
     failed = list(busy)
     for run in todo:
         out(f"{statuses[run.name]} -> running {run.name}")
