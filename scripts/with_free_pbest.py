@@ -1,0 +1,28 @@
+"""Runs a ``curiosity-search`` command with curiosity's P(best) replaced by an O(A)
+stand-in: what the command would cost if P(best) were free.
+
+    python scripts/with_free_pbest.py bench train --config configs/hex5_curiosity.yaml \
+        --baseline configs/hex5_gumbel.yaml --rounds 2 --repeats 3 --out CSV
+
+A diagnostic, not a search anyone should run: ``best_arm_probability`` becomes a softmax
+of the arms' mean scores (``curiosity_time_split.mean_score_softmax``) in
+``curiosity.nodes`` (every row the search computes through its ``CuriosityOptions``)
+and ``curiosity.beliefs`` (``sample_best_arm``). The trees differ from
+the real search's; everything else (the tree, belief algebra, level-wise backups,
+compaction, the network, the updates) is unchanged, so the timing bounds what any
+cheaper P(best) could reach. ``search.pbest_updates: incremental`` keeps its own root
+kernel and is not stubbed: time it with ``full`` (the default below 36 actions).
+"""
+
+import sys
+from unittest import mock
+
+from curiosity_time_split import mean_score_softmax
+
+from curiosity_search.cli import main
+from curiosity_search.curiosity import beliefs, nodes
+
+if __name__ == "__main__":
+    with mock.patch.object(nodes, "best_arm_probability", mean_score_softmax), \
+            mock.patch.object(beliefs, "best_arm_probability", mean_score_softmax):
+        sys.exit(main(sys.argv[1:]))
