@@ -13,9 +13,12 @@ Rows recomputed by a call's ``fallback`` (the accurate P(best) for the rows the 
 kernel cannot serve: one pass over the whole batch, only when some row needs it) are
 not counted.
 
-Sites are named ``backup_<update>`` and ``lazy_fill_<function>`` after the function the
-call maps (``_full_update``: a node below the root or any node with ``full`` updates,
-``_rebuilt_update``: an ``incremental`` root rebuilt in full).
+Sites are named after the function the call maps, not after the module that calls
+``compacted_map`` (a backup level's work reaches it through ``nodes``'
+``CuriosityOptions.compacted_pbest_map``): ``backup_<update>`` for a function of
+``curiosity.backup`` (``_full_update``: a node below the root or any node with ``full``
+updates, ``_rebuilt_update``: an ``incremental`` root rebuilt in full), ``lazy_fill``
+for anything else (a node's prior P(best), ``nodes.fill_prior_best``).
 """
 
 from __future__ import annotations
@@ -48,12 +51,20 @@ def computed_rows(active_rows: int, batch_size: int, slots: Sequence[int],
     return next(size for size in sizes + [batch_size] if active_rows <= size)
 
 
-def _counting(site: str, counts: collections.Counter) -> Callable[..., Any]:
-    """A ``compacted_map`` that adds each call's rows to ``counts`` under ``site``."""
+def _site(fn: Callable[..., Any]) -> str:
+    """The site ``fn`` (a mapped function, possibly a ``functools.partial``) counts
+    under: ``backup_<name>`` for a function of ``curiosity.backup``, else ``lazy_fill``."""
+    inner = fn.func if isinstance(fn, functools.partial) else fn
+    if getattr(inner, "__module__", None) == backup.__name__:
+        return f"backup_{inner.__name__.strip('_')}"
+    return "lazy_fill"
+
+
+def _counting(counts: collections.Counter) -> Callable[..., Any]:
+    """A ``compacted_map`` that adds each call's rows to ``counts`` under its site."""
 
     def counted(fn, active, *rows, slots=(), fill=0.0, fallback=None, chunk=None):
-        name = site + (f"_{fn.func.__name__.strip('_')}"
-                       if isinstance(fn, functools.partial) else "")
+        name = _site(fn)
         batch_size = active.shape[0]
 
         def record(count) -> None:
@@ -74,6 +85,7 @@ def count_pbest_rows() -> Iterator[collections.Counter]:
     ``rows_computed_<site>`` (see the module docstring), filled as compiled programs
     traced inside the context run. Clear it between a warm-up call and the counted one."""
     counts: collections.Counter = collections.Counter()
-    with mock.patch.object(backup, "compacted_map", _counting("backup", counts)), \
-            mock.patch.object(nodes, "compacted_map", _counting("lazy_fill", counts)):
+    counted = _counting(counts)
+    with mock.patch.object(backup, "compacted_map", counted), \
+            mock.patch.object(nodes, "compacted_map", counted):
         yield counts
