@@ -311,7 +311,8 @@ def test_outputs_finite_for_extreme_beliefs():
 
 
 def test_pbest_row_counter_matches_compaction_and_leaves_results_unchanged():
-    from curiosity_search.bench.pbest_rows import computed_rows
+    from curiosity_search.bench.pbest_rows import computed_rows, count_pbest_rows
+    from curiosity_search.curiosity import backup, compaction, nodes
 
     # computed_rows mirrors compaction.compacted_map's branches.
     assert computed_rows(0, 16, ()) == 16 and computed_rows(5, 16, ()) == 16  # no slots
@@ -320,6 +321,24 @@ def test_pbest_row_counter_matches_compaction_and_leaves_results_unchanged():
     assert [computed_rows(n, 16, (8, 2, 4)) for n in (1, 2, 3, 5, 8, 9, 16)] == [
         2, 2, 4, 8, 8, 16, 16]
     assert [computed_rows(n, 16, (), chunk=4) for n in (0, 1, 4, 5, 16)] == [0, 4, 4, 8, 16]
+
+    def _scaled(scale, x):
+        return scale * x
+
+    update = functools.partial(_scaled, 2.0)  # not a curiosity.backup function: lazy_fill
+    rows = jnp.arange(16.0)
+    patterns = [np.arange(16) < n for n in (3, 0, 16)]
+    with count_pbest_rows() as counts:
+        for active in patterns:
+            out = jax.jit(lambda a: (backup.compacted_map(update, a, rows, slots=(2, 4, 8)),
+                                     nodes.compacted_map(update, a, rows)))(active)
+            expected = compaction.compacted_map(update, jnp.asarray(active), rows,
+                                                slots=(2, 4, 8))
+            np.testing.assert_array_equal(out[0], expected)
+            np.testing.assert_array_equal(out[1], expected)
+    # Active 3 + 0 + 16, twice; computed with slots (2, 4, 8): 4 + 0 + 16; without: 3 x 16.
+    assert counts == {"rows_active_lazy_fill": 38, "rows_computed_lazy_fill": 68}
+    assert backup.compacted_map is compaction.compacted_map  # restored on exit
 
 
 def test_pbest_row_counter_names_each_site_by_its_work():
@@ -330,22 +349,14 @@ def test_pbest_row_counter_names_each_site_by_its_work():
     (``lazy_fill``: the non-root nodes with a child). Backup levels reach
     ``compacted_map`` through ``nodes``; they are still counted as backups."""
     from curiosity_search.bench.pbest_rows import count_pbest_rows
-    from curiosity_search.curiosity import backup, compaction
 
     model = BeliefHashModel(num_actions=4, seed=3, terminal_fraction=0.0)
     batch, sims = 3, 12
-    root = model.root(batch)
-
-    def search():  # a fresh jit each call: traced inside or outside the counter
-        return jax.jit(functools.partial(
+    with count_pbest_rows() as counts:  # traced inside the counter
+        counted = jax.jit(functools.partial(
             curiosity_policy, recurrent_fn=model.recurrent_fn, num_simulations=sims,
-            options=CuriosityOptions(pbest_updates="full")))(None, jax.random.PRNGKey(2), root)
-
-    plain = search()
-    with count_pbest_rows() as counts:
-        counted = search()
-    np.testing.assert_array_equal(counted.action_weights, plain.action_weights)
-    assert backup.compacted_map is compaction.compacted_map  # restored on exit
+            options=CuriosityOptions(pbest_updates="full")))(
+                None, jax.random.PRNGKey(2), model.root(batch))
 
     parents = np.asarray(counted.search_tree.parents)
     children = np.asarray(counted.search_tree.children_index)
