@@ -176,24 +176,26 @@ def test_fast_envelope_covers_bounded_heads_and_routes_the_rest():
 
 
 def test_exact_arms():
+    # Compiled programs (cached across runs), not the P(best) paths op by op.
+    pbest = jax.jit(best_arm_probability)
     conc = jnp.array([[[3.0, 2.0], [2.0, 3.0], [1.0, 1.0], [5.0, 5.0]]])
     nan = np.nan
     # A proven loss gets 0 and does not change the others (exact).
-    with_loss = np.asarray(best_arm_probability(conc, None, exact_scores=jnp.array(
+    with_loss = np.asarray(pbest(conc, None, exact_scores=jnp.array(
         [[nan, nan, 0.0, nan]])))
-    without = np.asarray(best_arm_probability(conc, jnp.array([[False, False, True, False]])))
+    without = np.asarray(pbest(conc, jnp.array([[False, False, True, False]])))
     np.testing.assert_array_equal(with_loss, without)
     # Proven wins share everything; all proven losses share equally.
     np.testing.assert_array_equal(
-        best_arm_probability(conc, None, exact_scores=jnp.array([[nan, 1.0, nan, 1.0]])),
+        pbest(conc, None, exact_scores=jnp.array([[nan, 1.0, nan, 1.0]])),
         [[0.0, 0.5, 0.0, 0.5]])
     np.testing.assert_array_equal(
-        best_arm_probability(conc, None, exact_scores=jnp.zeros((1, 4))), [[0.25] * 4])
+        pbest(conc, None, exact_scores=jnp.zeros((1, 4))), [[0.25] * 4])
     # K = 3: a proven draw gets prod F_b(1/2) (P(every uncertain score < 1/2)): against a
     # Monte Carlo of the uncertain arms.
     c3 = np.array([[[2, 1, 2], [1, 3, 1], [4, 1, 1], [1, 1, 1]]], np.float32)
     scores = np.array([[nan, 0.5, nan, nan]], np.float32)
-    p = np.asarray(best_arm_probability(c3, None, exact_scores=scores))
+    p = np.asarray(pbest(c3, None, exact_scores=scores))
     rng = np.random.default_rng(0)
     draws = np.stack([rng.dirichlet(c3[0, a], SAMPLES) for a in (0, 2, 3)])  # [3, M, 3]
     score = draws[..., 0] + 0.5 * draws[..., 1]  # [3, M]
@@ -218,7 +220,7 @@ def test_k3_score_cdf_on_the_score_axis_against_monte_carlo():
     np.testing.assert_allclose(logit_to_score_axis(jnp.asarray([-np.e, 0.0, np.e])),
                                [-np.exp(1 / SCORE_AXIS_POWER), 0.0, np.exp(1 / SCORE_AXIS_POWER)],
                                rtol=1e-6)
-    cdf, density = score_cdf_and_density(jnp.asarray(arms), jnp.asarray(y))
+    cdf, density = jax.jit(score_cdf_and_density)(jnp.asarray(arms), jnp.asarray(y))
     keys = score_keys(np.random.default_rng(3), arms.astype(np.float64), 400_000)  # [M, A]
     with np.errstate(divide="ignore", invalid="ignore"):
         edge_keys = np.where(y == 0, 0.0, np.sign(y) * (SCORE_AXIS_POWER * np.log(np.abs(
