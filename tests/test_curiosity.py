@@ -362,9 +362,11 @@ def test_pbest_row_counter_names_each_site_by_its_work():
 
     parents = np.asarray(counted.search_tree.parents)
     children = np.asarray(counted.search_tree.children_index)
+    visits = np.asarray(counted.search_tree.node_visits)
     depth_sum = with_children = 0
     for tree in range(batch):
         for node in range(1, sims + 1):
+            assert visits[tree, node] > 0  # no terminals: every simulation adds a node
             depth, ancestor = 0, node
             while ancestor != 0:
                 ancestor, depth = parents[tree, ancestor], depth + 1
