@@ -6,8 +6,8 @@ stand-in: what the command would cost if P(best) were free.
 
 A diagnostic, not a search anyone should run: ``best_arm_probability`` becomes a softmax
 of the arms' mean scores (``curiosity_time_split.mean_score_softmax``) in
-``curiosity.nodes`` (every row the search computes through its ``CuriosityOptions``)
-and ``curiosity.beliefs`` (``sample_best_arm``). The trees differ from
+``curiosity.nodes``, through which the search computes every row (its
+``CuriosityOptions``), as in ``curiosity_time_split``'s stub. The trees differ from
 the real search's; everything else (the tree, belief algebra, level-wise backups,
 compaction, the network, the updates) is unchanged, so the timing bounds what any
 cheaper P(best) could reach. ``search.pbest_updates: incremental`` keeps its own root
@@ -20,9 +20,8 @@ from unittest import mock
 from curiosity_time_split import mean_score_softmax
 
 from curiosity_search.cli import main
-from curiosity_search.curiosity import beliefs, nodes
+from curiosity_search.curiosity import nodes
 
 if __name__ == "__main__":
-    with mock.patch.object(nodes, "best_arm_probability", mean_score_softmax), \
-            mock.patch.object(beliefs, "best_arm_probability", mean_score_softmax):
+    with mock.patch.object(nodes, "best_arm_probability", mean_score_softmax):
         sys.exit(main(sys.argv[1:]))
