@@ -18,29 +18,10 @@ from curiosity_search.curiosity.nodes import AUTO_INCREMENTAL_ACTIONS
 from curiosity_search.search.tree import UNVISITED
 from curiosity_search.testing.curiosity_reference import (
     BeliefHashModel,
+    kernel_selection_noise,
     reference_curiosity_search,
+    tree_mismatches,
 )
-
-
-def kernel_selection_noise(rng_key, batch_size, num_simulations, max_depth, keys=False):
-    """The uniforms curiosity_policy's selections use: ``[sims, B, depth]`` (one per
-    selection, turned into an action by inverse CDF), or with ``keys`` the PRNG keys
-    of its Thompson draws, ``[sims, B, depth, 2]``.
-
-    Mirrors the key schedule: policy split -> search key; per simulation
-    ``split(key, 3)`` -> simulate key -> ``split(., B)``; ``fold_in(., depth)``.
-    """
-    _, key = jax.random.split(rng_key)
-    out = []
-    for _ in range(num_simulations):
-        key, simulate_key, _ = jax.random.split(key, 3)
-        tree_keys = jax.random.split(simulate_key, batch_size)
-        depth_keys = jax.vmap(
-            lambda k: jax.vmap(lambda d: jax.random.fold_in(k, d))(jnp.arange(max_depth + 1))
-        )(tree_keys)
-        out.append(depth_keys if keys else
-                   jax.vmap(jax.vmap(lambda k: jax.random.uniform(k, ())))(depth_keys))
-    return np.asarray(jnp.stack(out))
 
 
 @pytest.mark.parametrize(
@@ -95,24 +76,13 @@ def test_kernel_matches_reference(num_outcomes, belief_summary, max_depth, termi
             max_depth=max_depth, kappa=2.5, belief_summary=belief_summary,
             pbest_method=pbest_method, pbest_updates=pbest_updates,
             selection_draw=selection_draw)
-        assert len(nodes) == tree.node_visits.shape[1]
-        used = np.array([n is not None for n in nodes])
-        unused += int((~used).sum())
-        np.testing.assert_array_equal(tree.parents[b, ~used], -1)
+        mismatches = tree_mismatches(tree, b, nodes)
+        assert not mismatches, "\n".join(mismatches)
+        # The comparison can fail: another root's tree differs from this reference.
+        assert tree_mismatches(tree, (b + 1) % batch_size, nodes)
+        unused += sum(n is None for n in nodes)
         nodes = [n for n in nodes if n is not None]
         proven_interior += sum(n.proven and bool(n.children) for n in nodes)
-        np.testing.assert_array_equal(tree.parents[b, used][1:], [n.parent for n in nodes[1:]])
-        np.testing.assert_array_equal(tree.action_from_parent[b, used][1:],
-                                      [n.action for n in nodes[1:]])
-        np.testing.assert_array_equal(tree.node_visits[b, used], [n.visits for n in nodes])
-        extras = tree.node_extras
-        np.testing.assert_array_equal(extras.proven[b, used], [n.proven for n in nodes])
-        np.testing.assert_allclose(extras.proven_score[b, used],
-                                   [n.proven_score for n in nodes], atol=1e-6)
-        np.testing.assert_array_equal(extras.proven_length[b, used],
-                                      [n.proven_length for n in nodes])
-        np.testing.assert_allclose(extras.belief[b, used], [n.belief for n in nodes],
-                                   rtol=2e-4, atol=1e-4)
         # Descents never enter a proven node: none has a visit after its proof, so a
         # proven leaf (terminal) has exactly one visit.
         assert all(n.visits == 1 for n in nodes if n.proven and not n.children)

@@ -355,3 +355,75 @@ class BeliefHashModel:
         t = self.tables
         return (float(t["reward"][row]), float(t["discount"][row]), t["logits"][row],
                 t["value_belief"][row], t["action_beliefs"][row], child)
+
+
+def kernel_selection_noise(rng_key: jax.Array, batch_size: int, num_simulations: int,
+                           max_depth: int, keys: bool = False) -> np.ndarray:
+    """The randomness ``curiosity_policy``'s selections use, for the reference's ``noise``.
+
+    Mirrors the kernel's key schedule: the policy splits ``rng_key`` into the search
+    key; each simulation splits it into 3 (the next key, the simulation's key, unused),
+    the simulation's key into ``batch_size`` tree keys, and selection at ``depth``
+    folds ``depth`` into its tree's key.
+
+    Returns ``[num_simulations, batch_size, max_depth + 1]`` uniforms in ``[0, 1)`` (one
+    per selection, turned into an action by inverse CDF), or with ``keys`` the PRNG
+    keys of the Thompson draws, ``[num_simulations, batch_size, max_depth + 1, 2]``;
+    the reference's noise for tree ``b`` is ``lambda sim, depth: out[sim, b, depth]``.
+    """
+    _, key = jax.random.split(rng_key)
+    out = []
+    for _ in range(num_simulations):
+        key, simulate_key, _ = jax.random.split(key, 3)
+        tree_keys = jax.random.split(simulate_key, batch_size)
+        depth_keys = jax.vmap(
+            lambda k: jax.vmap(lambda d: jax.random.fold_in(k, d))(jnp.arange(max_depth + 1))
+        )(tree_keys)
+        out.append(depth_keys if keys else
+                   jax.vmap(jax.vmap(lambda k: jax.random.uniform(k, ())))(depth_keys))
+    return np.asarray(jnp.stack(out))
+
+
+def tree_mismatches(tree: Any, batch_index: int, nodes: list[BeliefNode | None]) -> list[str]:
+    """How tree ``batch_index`` of a kernel's ``search_tree`` differs from the
+    reference's ``nodes`` (``reference_curiosity_search``'s list); empty when they agree.
+
+    Compared, node by node in creation order: the slots left unused, parents, actions
+    from the parent, visit counts, proofs (flag, exact score to 1e-6, length) and beliefs
+    (float32 kernel against float64 reference: rtol 2e-4, atol 1e-4). Each entry names
+    the field and carries numpy's description of the difference.
+    """
+    used = np.array([n is not None for n in nodes])
+    kept = [n for n in nodes if n is not None]
+    extras = tree.node_extras
+    b = batch_index
+    checks = [
+        ("node count", lambda: np.testing.assert_equal(tree.node_visits.shape[1], len(nodes))),
+        ("unused slots' parents", lambda: np.testing.assert_array_equal(
+            np.asarray(tree.parents[b])[~used], -1)),
+        ("parents", lambda: np.testing.assert_array_equal(
+            np.asarray(tree.parents[b])[used][1:], [n.parent for n in kept[1:]])),
+        ("actions", lambda: np.testing.assert_array_equal(
+            np.asarray(tree.action_from_parent[b])[used][1:], [n.action for n in kept[1:]])),
+        ("visits", lambda: np.testing.assert_array_equal(
+            np.asarray(tree.node_visits[b])[used], [n.visits for n in kept])),
+        ("proven", lambda: np.testing.assert_array_equal(
+            np.asarray(extras.proven[b])[used], [n.proven for n in kept])),
+        ("proven_score", lambda: np.testing.assert_allclose(
+            np.asarray(extras.proven_score[b])[used], [n.proven_score for n in kept],
+            atol=1e-6)),
+        ("proven_length", lambda: np.testing.assert_array_equal(
+            np.asarray(extras.proven_length[b])[used], [n.proven_length for n in kept])),
+        ("belief", lambda: np.testing.assert_allclose(
+            np.asarray(extras.belief[b])[used], [n.belief for n in kept],
+            rtol=2e-4, atol=1e-4)),
+    ]
+    found = []
+    for name, check in checks:
+        try:
+            check()
+        except AssertionError as error:
+            found.append(f"{name}: {str(error).strip()}")
+            if name == "node count":
+                break  # the rest index by the reference's slots
+    return found
