@@ -14,7 +14,9 @@ cheaper P(best) could reach. ``search.pbest_updates: incremental`` keeps its own
 kernel and is not stubbed: time it with ``full`` (the default below 36 actions).
 """
 
+import contextlib
 import sys
+from collections.abc import Iterator
 from unittest import mock
 
 from curiosity_time_split import mean_score_softmax
@@ -22,6 +24,15 @@ from curiosity_time_split import mean_score_softmax
 from curiosity_search.cli import main
 from curiosity_search.curiosity import nodes
 
-if __name__ == "__main__":
+
+@contextlib.contextmanager
+def free_pbest() -> Iterator[None]:
+    """Inside: every P(best) row a curiosity search with ``full`` updates computes is
+    the stand-in (``tests/test_bench.py`` traces searches with the kernels forbidden)."""
     with mock.patch.object(nodes, "best_arm_probability", mean_score_softmax):
+        yield
+
+
+if __name__ == "__main__":
+    with free_pbest():
         sys.exit(main(sys.argv[1:]))

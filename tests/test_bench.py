@@ -1,12 +1,20 @@
-"""``bench train``: the user's run loop plus the phase split, on a tiny conv config."""
+"""``bench train``: the user's run loop plus the phase split, on a tiny conv config;
+``bench search``'s curiosity options; ``scripts/with_free_pbest.py``'s stand-in."""
 
 from __future__ import annotations
 
+import functools
+import importlib
 import math
+from pathlib import Path
 
+import jax
+import pytest
 from train_fixtures import tiny_config
 
 from curiosity_search.bench.train import bench_train, compare_train
+from curiosity_search.curiosity import CuriosityOptions, best_arm, curiosity_policy
+from curiosity_search.testing.curiosity_reference import BeliefHashModel
 
 
 def test_bench_train_reports_the_loop_and_the_phases():
@@ -62,3 +70,32 @@ def test_bench_search_runs_curiosity_with_the_configs_search_options(monkeypatch
     assert (options.pbest_updates, options.grid_size, seen[0]["kappa"]) == ("incremental", 17, 2.5)
     assert options.selection_draw == cfg.search.selection_draw
     assert "curiosity_options" not in seen[1] and "kappa" not in seen[1]
+
+
+def test_with_free_pbest_stands_in_for_every_pbest_kernel(monkeypatch):
+    """``scripts/with_free_pbest.py`` patches one name; traced searches (``full``
+    updates, K = 2 table and K = 3 draw selection) must then reach no P(best) kernel,
+    and do reach one without the patch. Tracing only, nothing is compiled; JAX's caches
+    are cleared before each trace, so no jaxpr traced earlier hides a kernel call."""
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "scripts"))
+    free_pbest = importlib.import_module("with_free_pbest").free_pbest
+
+    def forbidden(*args, **kwargs):
+        raise AssertionError("a P(best) kernel was reached")
+
+    for name in ("_fast_core", "_fast_terms", "_accurate_core"):
+        monkeypatch.setattr(best_arm, name, forbidden)
+
+    def trace(num_outcomes):
+        jax.clear_caches()
+        model = BeliefHashModel(num_actions=5, num_outcomes=num_outcomes, seed=1)
+        search = functools.partial(curiosity_policy, recurrent_fn=model.recurrent_fn,
+                                   num_simulations=6,
+                                   options=CuriosityOptions(pbest_updates="full"))
+        jax.make_jaxpr(search)(None, jax.random.PRNGKey(0), model.root(4))
+
+    for num_outcomes in (2, 3):
+        with free_pbest():
+            trace(num_outcomes)
+        with pytest.raises(AssertionError, match="P\\(best\\) kernel was reached"):
+            trace(num_outcomes)
