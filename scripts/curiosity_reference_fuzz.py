@@ -16,7 +16,8 @@ the defaults), ``k3`` (K = 3, the defaults: Thompson draws), ``terminal`` (K = 2
 actions, 60% terminal rows: deep proofs), ``k3_terminal``, ``incremental`` (K = 2,
 the root's aggregates updated in place, beliefs inside the fast envelope, depth 3),
 ``accurate`` (K = 2, ``pbest_method: accurate``), ``table`` (K = 3, selection from the
-P(best) table).
+P(best) table), ``moment_match`` (K = 3, ``belief_summary: moment_match``, accurate,
+depth 2), ``wide`` (K = 2, 9 actions, the defaults).
 """
 
 import argparse
@@ -47,6 +48,10 @@ CASES = {
     "accurate": ({"num_outcomes": 2, "terminal_fraction": 0.15},
                  {"pbest_method": "accurate"}, {}),
     "table": ({"num_outcomes": 3}, {"selection_draw": "table"}, {}),
+    "moment_match": ({"num_outcomes": 3, "terminal_fraction": 0.15},
+                     {"belief_summary": "moment_match", "pbest_method": "accurate"},
+                     {"max_depth": 2}),
+    "wide": ({"num_outcomes": 2, "num_actions": 9}, {}, {}),
 }
 KAPPA = 2.5
 
