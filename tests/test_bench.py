@@ -83,6 +83,8 @@ def test_with_free_pbest_stands_in_for_every_pbest_kernel(monkeypatch):
     def forbidden(*args, **kwargs):
         raise AssertionError("a P(best) kernel was reached")
 
+    # The kernels themselves, private to best_arm.py: every public path (rows,
+    # aggregates, fallbacks) looks them up there at trace time, whatever imported it.
     for name in ("_fast_core", "_fast_terms", "_accurate_core"):
         monkeypatch.setattr(best_arm, name, forbidden)
 
