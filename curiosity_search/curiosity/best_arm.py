@@ -484,7 +484,9 @@ def _fast_core(concentrations: Array, valid: Array, grid_size: int) -> Array:
 
 
 def _fast_core_array(concentrations: Array, valid: Array, grid_size: int) -> Array:
-    """``_fast_core`` as an array program, any platform."""
+    """``_fast_core`` as an array program, any platform. ``fast_pbest_cpu.cc`` transcribes
+    it step for step: a change here needs the same change there
+    (tests/test_fast_pbest_cpu.py compares the two)."""
     edges = _fast_edges(concentrations[..., 0], concentrations[..., 1], valid, grid_size)
     log_cdf, is_zero, ratio, log_lower, rate = _fast_terms(concentrations, valid, edges)
     # prod_{b != a} F_b = ratio * prod_b F_b: the product of all CDFs per node once (as
