@@ -1,7 +1,7 @@
-// The fast P(best) kernel (best_arm._fast_core) as one loop per row, for XLA:CPU.
+// The fast P(best) kernel (best_arm._fast_core_array) as one loop per row, for XLA:CPU.
 //
-// The same quadrature, grid and tails as best_arm._fast_core, step for step (read that
-// function first: this file is its transcription). XLA:CPU runs the array program as
+// The same quadrature, grid and tails as best_arm._fast_core_array, step for step (read
+// that function first: this file is its transcription). XLA:CPU runs the array program as
 // many fusions that move [rows, arms, 3 (G - 1) + 1] arrays through memory, at 8-12x
 // the cost of its transcendental arithmetic (results/bench/README.md, "The fast P(best)
 // kernel against its own floor"); here each row's arrays stay in L1 and the per-element
@@ -177,7 +177,7 @@ void RowEdges(const float* __restrict alpha, const float* __restrict beta,
   }
 }
 
-// best_arm._fast_core for one row: out[a] = unnormalized P(a is best).
+// best_arm._fast_core_array for one row: out[a] = unnormalized P(a is best).
 void Row(const float* conc, const bool* __restrict valid, int arms, int grid_size,
          Workspace& w, float* __restrict out) {
   static const float kGaussT[3] = {0.5f - 0.5f * 0.7745966692414834f, 0.5f,

@@ -1,6 +1,6 @@
 """The fast P(best) kernel as a native XLA:CPU custom call (``fast_pbest_cpu.cc``).
 
-``best_arm._fast_core`` is an array program; XLA:CPU runs it as many fusions that move
+``best_arm._fast_core_array`` is an array program; XLA:CPU runs it as many fusions that move
 ``[rows, arms, 3 (G - 1) + 1]`` arrays through memory, at 8-12x the cost of its
 arithmetic (results/bench/README.md, "The fast P(best) kernel against its own floor").
 ``fast_pbest_cpu.cc`` is the same computation, step for step, as one loop per row over
