@@ -34,6 +34,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from curiosity_search.atomic_io import atomic_path
+
 Array = jax.Array
 
 KERNEL_ENV = "CURIOSITY_SEARCH_PBEST_KERNEL"
@@ -81,25 +83,25 @@ def library_path(compiler: str) -> pathlib.Path:
 def build(compiler: str | None = None) -> pathlib.Path:
     """Compile ``fast_pbest_cpu.cc`` unless the cache holds it; returns the library.
 
-    Written to a temporary name and renamed, so concurrent processes never load a
-    half-written file. Raises ``RuntimeError`` with the compiler's output on failure.
+    Compiled to a temporary file and renamed (``atomic_io.atomic_path``), so concurrent
+    processes never load a half-written file. Raises ``RuntimeError`` with the
+    compiler's output on failure.
     """
     compiler = compiler or os.environ.get("CXX", "g++")
     path = library_path(compiler)
     if path.exists():
         return path
     path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_suffix(f".{os.getpid()}.tmp")
-    command = [compiler, *_FLAGS, f"-I{jax.ffi.include_dir()}", str(SOURCE), "-o", str(partial)]
-    try:
-        result = subprocess.run(command, capture_output=True, text=True, check=False)
-    except OSError as error:
-        raise RuntimeError(f"cannot run the C++ compiler {compiler!r}: {error}") from error
-    if result.returncode != 0:
-        partial.unlink(missing_ok=True)
-        raise RuntimeError(f"building {SOURCE.name} failed ({' '.join(command)}):\n"
-                           f"{result.stderr[-4000:]}")
-    os.replace(partial, path)
+    with atomic_path(path) as partial:
+        command = [compiler, *_FLAGS, f"-I{jax.ffi.include_dir()}", str(SOURCE), "-o",
+                   str(partial)]
+        try:
+            result = subprocess.run(command, capture_output=True, text=True, check=False)
+        except OSError as error:
+            raise RuntimeError(f"cannot run the C++ compiler {compiler!r}: {error}") from error
+        if result.returncode != 0:
+            raise RuntimeError(f"building {SOURCE.name} failed ({' '.join(command)}):\n"
+                               f"{result.stderr[-4000:]}")
     return path
 
 
