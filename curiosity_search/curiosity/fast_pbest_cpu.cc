@@ -360,8 +360,13 @@ void Row(const float* conc, const bool* __restrict valid, int arms, int grid_siz
 
 }  // namespace
 
-extern "C" void curiosity_fast_pbest_rows(const float* conc, const bool* valid, int64_t rows,
-                                          int64_t arms, int64_t grid_size, float* out) {
+namespace ffi = xla::ffi;
+
+namespace {
+
+// `rows` consecutive rows from the given pointers, with one workspace.
+void Rows(const float* conc, const bool* valid, int64_t rows, int64_t arms, int64_t grid_size,
+          float* out) {
   Workspace w;
   w.Resize(static_cast<int>(arms), static_cast<int>(grid_size));
   for (int64_t r = 0; r < rows; ++r) {
@@ -369,10 +374,6 @@ extern "C" void curiosity_fast_pbest_rows(const float* conc, const bool* valid, 
         static_cast<int>(grid_size), w, out + r * arms);
   }
 }
-
-namespace ffi = xla::ffi;
-
-namespace {
 
 // Rows are shared out in chunks between the calling thread and XLA's intra-op pool.
 // Every thread takes chunks from one counter until none is left; the caller returns
@@ -395,9 +396,8 @@ void Work(Shared& shared) {
     const int64_t begin = shared.next.fetch_add(shared.chunk);
     if (begin >= shared.rows) return;
     const int64_t count = std::min(shared.chunk, shared.rows - begin);
-    curiosity_fast_pbest_rows(shared.conc + begin * shared.arms * 2,
-                              shared.valid + begin * shared.arms, count, shared.arms,
-                              shared.grid_size, shared.out + begin * shared.arms);
+    Rows(shared.conc + begin * shared.arms * 2, shared.valid + begin * shared.arms, count,
+         shared.arms, shared.grid_size, shared.out + begin * shared.arms);
     shared.done.fetch_add(count);
   }
 }
@@ -417,8 +417,8 @@ static ffi::Error FastPbestImpl(ffi::ThreadPool pool, ffi::Buffer<ffi::F32> conc
   const int64_t threads = std::max<int64_t>(1, pool.num_threads());
   const int64_t chunk = std::max(kMinRowsPerChunk, (rows + 2 * threads - 1) / (2 * threads));
   if (threads == 1 || rows < 2 * chunk) {
-    curiosity_fast_pbest_rows(concentrations.typed_data(), valid.typed_data(), rows, arms,
-                              grid_size, out->typed_data());
+    Rows(concentrations.typed_data(), valid.typed_data(), rows, arms, grid_size,
+         out->typed_data());
     return ffi::Error::Success();
   }
   auto shared = std::make_shared<Shared>();
