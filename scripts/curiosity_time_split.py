@@ -18,7 +18,8 @@ interleaved rounds, fastest round kept:
 - ``curiosity_pbest_stub``: the full-updates search with ``best_arm_probability``
   replaced by a softmax of the arms' mean scores (O(A); a diagnostic, not a search
   anyone should run: its trees differ). Everything else (the tree, the belief
-  algebra, the level-wise backups, the compaction, the lazy prior fill) is unchanged,
+  algebra, the level-wise backups, the compaction, the lazy prior fill, all as XLA
+  programs) is unchanged,
   so ``curiosity - curiosity_pbest_stub`` is about what P(best) costs and
   ``gumbel / curiosity_pbest_stub`` bounds the ratio any cheaper P(best) could reach;
 - ``pbest_call``: one fast P(best) on the root's ``[B, A, 2]`` action beliefs (one row
@@ -49,7 +50,7 @@ import jax
 import jax.numpy as jnp
 
 from curiosity_search.atomic_io import write_csv_atomically
-from curiosity_search.bench.pbest_rows import count_pbest_rows
+from curiosity_search.bench.pbest_rows import count_pbest_rows, without_native_passes
 from curiosity_search.bench.search import (
     interleaved_min_seconds,
     make_hex_belief_model,
@@ -108,7 +109,8 @@ def time_split(batch: int, sims: int, repeats: int) -> dict[str, float]:
     real = jax.jit(curiosity)
     full = jax.jit(functools.partial(curiosity, updates="full"))
     stub = jax.jit(lambda *args: curiosity(*args, updates="full"))  # its own trace
-    with mock.patch.object(nodes, "best_arm_probability", mean_score_softmax):
+    with mock.patch.object(nodes, "best_arm_probability", mean_score_softmax), \
+            without_native_passes():
         jax.block_until_ready(stub(*belief_args))  # traced (and compiled) with the stand-in
     pbest = jax.jit(functools.partial(best_arm.best_arm_probability, method="fast"))
     root, invalid = belief_args[2], belief_args[3]

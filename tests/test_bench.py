@@ -13,7 +13,7 @@ import pytest
 from train_fixtures import tiny_config
 
 from curiosity_search.bench.train import bench_train, compare_train
-from curiosity_search.curiosity import CuriosityOptions, best_arm, curiosity_policy
+from curiosity_search.curiosity import CuriosityOptions, best_arm, curiosity_policy, native_cpu
 from curiosity_search.testing.curiosity_reference import BeliefHashModel
 
 
@@ -87,6 +87,8 @@ def test_with_free_pbest_stands_in_for_every_pbest_kernel(monkeypatch):
     # aggregates, fallbacks) looks them up there at trace time, whatever imported it.
     for name in ("_fast_core", "_fast_terms", "_accurate_core"):
         monkeypatch.setattr(best_arm, name, forbidden)
+    for name in ("native_backup_levels", "native_prior_fill"):  # their own rows
+        monkeypatch.setattr(native_cpu, name, forbidden)
 
     def trace(num_outcomes):
         jax.clear_caches()

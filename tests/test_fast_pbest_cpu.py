@@ -18,7 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from curiosity_search.curiosity import best_arm, fast_pbest_cpu
+from curiosity_search.curiosity import best_arm, native_cpu
 
 HAVE_COMPILER = shutil.which(os.environ.get("CXX", "g++")) is not None
 needs_native = pytest.mark.skipif(not HAVE_COMPILER, reason="no C++ compiler on this machine")
@@ -59,11 +59,11 @@ def test_native_kernel_matches_the_array_program(regime):
     """Normalized P(best) within 2e-5 of the array program at every arm count that
     meets a lane-block edge (1, 15, 16, 17, 26 for hex5, 122 for 11x11) on the default
     grid, row by row; zero rows stay zero and invalid arms get 0."""
-    assert fast_pbest_cpu.native_available()
+    assert native_cpu.native_available()
     for arms in (1, 15, 16, 17, 26, 122):
         conc, valid = _rows(regime, 48, arms, 0)
         native = np.asarray(jax.jit(
-            lambda c, v: fast_pbest_cpu.native_fast_core(c, v, 21))(conc, valid))
+            lambda c, v: native_cpu.native_fast_core(c, v, 21))(conc, valid))
         array = np.asarray(jax.jit(
             lambda c, v: best_arm._fast_core_array(c, v, 21))(conc, valid))
         assert np.all(np.isfinite(native)) and np.all(native >= 0.0)
@@ -77,7 +77,7 @@ def test_native_kernel_matches_the_array_program(regime):
 def test_native_kernel_on_other_grids(grid_size):
     """The grid size is the kernel's attribute: other grids agree too."""
     conc, valid = _rows("random", 32, 9, grid_size)
-    native = np.asarray(fast_pbest_cpu.native_fast_core(conc, valid, grid_size))
+    native = np.asarray(native_cpu.native_fast_core(conc, valid, grid_size))
     array = np.asarray(jax.jit(best_arm._fast_core_array, static_argnums=2)(conc, valid,
                                                                              grid_size))
     np.testing.assert_allclose(_normalized(native), _normalized(array), atol=2e-5)
@@ -89,7 +89,7 @@ def test_best_arm_probability_runs_the_native_kernel_batched_and_vmapped():
     batch axes, and gives under ``vmap`` what it gives unbatched."""
     conc, valid = _rows("random", 24, 7, 1)
     conc, invalid = conc.reshape(2, 12, 7, 2), ~valid.reshape(2, 12, 7)
-    assert fast_pbest_cpu.TARGET in jax.jit(best_arm.best_arm_probability).lower(
+    assert native_cpu.TARGET in jax.jit(best_arm.best_arm_probability).lower(
         conc, invalid).as_text()
     whole = np.asarray(jax.jit(best_arm.best_arm_probability)(conc, invalid))
     mapped = np.asarray(jax.jit(jax.vmap(best_arm.best_arm_probability))(conc, invalid))
@@ -102,30 +102,30 @@ def test_best_arm_probability_runs_the_native_kernel_batched_and_vmapped():
 @pytest.fixture
 def fresh_switch(monkeypatch):
     """``native_available`` re-read under the test's environment, and again after it."""
-    fast_pbest_cpu.native_available.cache_clear()
+    native_cpu.native_available.cache_clear()
     yield monkeypatch
     monkeypatch.undo()
-    fast_pbest_cpu.native_available.cache_clear()
+    native_cpu.native_available.cache_clear()
 
 
 def test_kernel_switch_is_checked_and_xla_uses_the_array_program(fresh_switch):
-    fresh_switch.setenv(fast_pbest_cpu.KERNEL_ENV, "fortran")
+    fresh_switch.setenv(native_cpu.KERNEL_ENV, "fortran")
     with pytest.raises(ValueError, match="CURIOSITY_SEARCH_PBEST_KERNEL.*'fortran'"):
-        fast_pbest_cpu.native_available()
-    fresh_switch.setenv(fast_pbest_cpu.KERNEL_ENV, "xla")
-    assert not fast_pbest_cpu.native_available()
+        native_cpu.native_available()
+    fresh_switch.setenv(native_cpu.KERNEL_ENV, "xla")
+    assert not native_cpu.native_available()
     conc, valid = _rows("random", 4, 5, 2)
-    assert fast_pbest_cpu.TARGET not in jax.jit(best_arm._fast_core, static_argnums=2).lower(
+    assert native_cpu.TARGET not in jax.jit(best_arm._fast_core, static_argnums=2).lower(
         conc, valid, 21).as_text()
 
 
 def test_failed_build_warns_and_falls_back(fresh_switch, tmp_path):
     """No compiler: a warning naming the switch, and the array program's numbers."""
-    fresh_switch.setenv(fast_pbest_cpu.KERNEL_ENV, "native")
-    fresh_switch.setenv(fast_pbest_cpu.CACHE_ENV, str(tmp_path))
+    fresh_switch.setenv(native_cpu.KERNEL_ENV, "native")
+    fresh_switch.setenv(native_cpu.CACHE_ENV, str(tmp_path))
     fresh_switch.setenv("CXX", str(tmp_path / "no-such-compiler"))
     with pytest.warns(RuntimeWarning, match="CURIOSITY_SEARCH_PBEST_KERNEL=xla"):
-        assert not fast_pbest_cpu.native_available()
+        assert not native_cpu.native_available()
     assert not list(tmp_path.iterdir())  # nothing half-built left behind
     conc, valid = _rows("random", 4, 5, 3)
     np.testing.assert_array_equal(best_arm._fast_core(conc, valid, 21),
@@ -136,10 +136,10 @@ def test_failed_build_warns_and_falls_back(fresh_switch, tmp_path):
 def test_build_is_cached_by_source_and_compiler(fresh_switch, tmp_path):
     """A second build with the same source and compiler reuses the library; another
     compiler name gets its own file."""
-    fresh_switch.setenv(fast_pbest_cpu.CACHE_ENV, str(tmp_path))
+    fresh_switch.setenv(native_cpu.CACHE_ENV, str(tmp_path))
     compiler = os.environ.get("CXX", "g++")
-    first = fast_pbest_cpu.build(compiler)
+    first = native_cpu.build(compiler)
     stamp = first.stat().st_mtime_ns
-    assert fast_pbest_cpu.build(compiler) == first and first.stat().st_mtime_ns == stamp
-    assert fast_pbest_cpu.library_path(shutil.which(compiler)) != first
+    assert native_cpu.build(compiler) == first and first.stat().st_mtime_ns == stamp
+    assert native_cpu.library_path(shutil.which(compiler)) != first
     assert [p.name for p in tmp_path.iterdir()] == [first.name]

@@ -8,7 +8,10 @@ is open, by one that also counts, per call and at run time, the active rows and 
 rows actually computed (``computed_rows``: the slot chosen from the slots that call
 passed; the whole batch without usable slots; none without an active row otherwise;
 whole chunks for a chunked call).
-Programs must be traced inside the context to be counted; their results are unchanged.
+Programs must be traced inside the context to be counted; their results are unchanged
+(up to float32 rounding: the backup levels and prior fills run as XLA programs inside
+the context, ``without_native_passes``; the native CPU passes compute the same rows
+without ``compacted_map``).
 Rows recomputed by a call's ``fallback`` (the accurate P(best) for the rows the fast
 kernel cannot serve: one pass over the whole batch, only when some row needs it) are
 not counted.
@@ -80,6 +83,15 @@ def _counting(counts: collections.Counter) -> Callable[..., Any]:
 
 
 @contextlib.contextmanager
+def without_native_passes() -> Iterator[None]:
+    """Inside: curiosity searches traced run their backup levels and lazy prior fills as
+    the batched XLA programs, not as the native CPU passes (``curiosity.native_cpu``)."""
+    with mock.patch.object(backup, "native_levels_apply", lambda tree, options: False), \
+            mock.patch.object(nodes, "native_fill_applies", lambda num_outcomes, options: False):
+        yield
+
+
+@contextlib.contextmanager
 def count_pbest_rows() -> Iterator[collections.Counter]:
     """Counts P(best) rows while open: yields a ``Counter`` of ``rows_active_<site>`` and
     ``rows_computed_<site>`` (see the module docstring), filled as compiled programs
@@ -87,5 +99,5 @@ def count_pbest_rows() -> Iterator[collections.Counter]:
     counts: collections.Counter = collections.Counter()
     counted = _counting(counts)
     with mock.patch.object(backup, "compacted_map", counted), \
-            mock.patch.object(nodes, "compacted_map", counted):
+            mock.patch.object(nodes, "compacted_map", counted), without_native_passes():
         yield counts

@@ -25,6 +25,15 @@ active trees, gathered into compacted slots (``compaction.compacted_map``). The 
 are those of the per-tree walk: each ancestor sees its children's already updated
 beliefs.
 
+On the CPU, in the layout most searches use (K = 2, the fast P(best), the
+``"average"`` summary, selection from cached tables: ``native_levels_apply``), the
+levels run instead as one native pass that walks each tree's path itself
+(``native_cpu.native_backup_levels``, ``backup_cpu.cc``: the same numbers to float32
+rounding, tests/test_backup_cpu.py); a tree with a node whose P(best) needs the
+accurate method is left to the batched walk (``_native_levels``). The batched walk
+costs mostly dispatch on the CPU: hex5 training's self-play took ~1.4x as long with
+it (results/bench/README.md, 2026-12-06).
+
 With ``pbest_updates="incremental"`` (K = 2, fast, average; ``nodes.CuriosityExtraData``)
 the loop stops below the root and the root is updated apart, for every tree at once
 (``_root_update``): pi, the mixture and the root's selection cache come from its stored
@@ -44,7 +53,7 @@ import chex
 import jax
 import jax.numpy as jnp
 
-from curiosity_search.curiosity import beliefs
+from curiosity_search.curiosity import beliefs, native_cpu
 from curiosity_search.curiosity.best_arm import needs_accurate
 from curiosity_search.curiosity.compaction import compacted_map
 from curiosity_search.curiosity.nodes import (
@@ -344,6 +353,53 @@ def _root_update(tree: Tree, state: tuple, root_selection: SelectionCache, *,
     return state, root_selection
 
 
+def _batched_levels(tree: Tree, state: tuple, *, kappa: chex.Numeric,
+                    options: CuriosityOptions, root_apart: bool) -> tuple:
+    """Every backup level (``_level``) until no tree climbs: the batched walk."""
+    level = functools.partial(_level, tree, kappa=kappa, options=options,
+                              root_apart=root_apart)
+    return jax.lax.while_loop(lambda s: jnp.any(_climbing(tree, s[0], root_apart)), level,
+                              state)
+
+
+def native_levels_apply(tree: Tree, options: CuriosityOptions) -> bool:
+    """Whether the backup's levels can run as the native CPU pass
+    (``native_cpu.native_backup_levels``): the native library is available and the
+    search uses the layout it serves (K = 2, the ``fast`` P(best), the ``"average"``
+    summary, selection from cached tables). Static."""
+    num_outcomes = tree.node_extras.belief.shape[-1]
+    return (num_outcomes == 2 and options.pbest_method == "fast"
+            and options.belief_summary == "average"
+            and not options.draws_thompson(num_outcomes)
+            and native_cpu.native_available())
+
+
+def _native_levels(tree: Tree, state: tuple, *, kappa: chex.Numeric,
+                   options: CuriosityOptions, root_apart: bool) -> tuple:
+    """``_batched_levels`` by the native pass, one walk per tree (the same numbers to
+    float32 rounding); the trees it flags (a node needing the accurate P(best)) are
+    then walked by the batched levels, run only when some tree needs it."""
+    leaf, node_beliefs, visits, proven, scores, lengths, selection = state
+    extras = tree.node_extras
+    (node_beliefs, visits, proven, scores, lengths, weights, table, top_child,
+     fallback) = native_cpu.native_backup_levels(
+        leaf, tree.parents, tree.children_index, extras.invalid, extras.value_belief,
+        extras.action_beliefs, kappa, node_beliefs, visits, proven, scores, lengths,
+        selection.weights, selection.table, grid_size=options.grid_size,
+        two_player=options.two_player, root_apart=root_apart)
+    state = (top_child, node_beliefs, visits, proven, scores, lengths,
+             selection.replace(weights=weights, table=table))
+
+    def with_flagged(state: tuple) -> tuple:
+        # A tree whose leaf is the root is left unchanged by the batched walk.
+        flagged = (jnp.where(fallback, leaf, ROOT_INDEX),) + state[1:]
+        walked = _batched_levels(tree, flagged, kappa=kappa, options=options,
+                                 root_apart=root_apart)
+        return (jnp.where(fallback, walked[0], top_child),) + walked[1:]
+
+    return jax.lax.cond(jnp.any(fallback), with_flagged, lambda state: state, state)
+
+
 def curiosity_backup(
     tree: Tree,
     leaf_index: chex.Array,
@@ -362,13 +418,17 @@ def curiosity_backup(
     may be traced.
     """
     root_apart = isinstance(tree.extra_data, CuriosityExtraData)  # static: the layout
-    level = functools.partial(_level, tree, kappa=kappa, options=options,
-                              root_apart=root_apart)
+    levels = functools.partial(_batched_levels, tree, kappa=kappa, options=options,
+                               root_apart=root_apart)
     extras = tree.node_extras
     state = (jnp.asarray(leaf_index, jnp.int32), extras.belief, tree.node_visits, extras.proven,
              extras.proven_score, extras.proven_length, extras.selection)
-    state = jax.lax.while_loop(lambda s: jnp.any(_climbing(tree, s[0], root_apart)), level,
-                               state)
+    if native_levels_apply(tree, options):
+        native = functools.partial(_native_levels, tree, kappa=kappa, options=options,
+                                   root_apart=root_apart)
+        state = jax.lax.platform_dependent(state, cpu=native, default=levels)
+    else:
+        state = levels(state)
     extra_data = tree.extra_data
     if root_apart:
         state, root_selection = _root_update(tree, state, extra_data.root_selection,

@@ -65,10 +65,11 @@ arms as wide boards have (26 and 122; those rows include heavy-tailed arms).
   normalization and split by the arms' tail rates ``alpha_a / sum alpha`` (exact for
   exponential tails); each Gauss node is a sub-cell whose product of the others' CDFs
   is taken at its middle. On the CPU the kernel runs as a native custom call
-  (``fast_pbest_cpu``: the same computation transcribed to one vectorized loop per
-  row, within 2e-5 of this array program, which other platforms run). When any row is
-  outside the envelope (and for every K = 3 row) the batch is also computed by ``accurate`` and
-  those rows take its values (a batch-level ``lax.cond``). Bounded belief heads
+  (``native_cpu``, ``fast_pbest_cpu.cc``: the same computation transcribed to one
+  vectorized loop per row, within 2e-5 of this array program, which other platforms
+  run). When any row is outside the envelope (and for every K = 3 row) the batch is
+  also computed by ``accurate`` and those rows take its values (a batch-level
+  ``lax.cond``). Bounded belief heads
   (``nets.belief_head``, total <= 16, components >= 1e-3) keep network beliefs, and
   hence every K = 2 search belief (their convex combinations), inside the envelope.
 
@@ -86,7 +87,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import gammaln
 
-from curiosity_search.curiosity import fast_pbest_cpu
+from curiosity_search.curiosity import native_cpu
 from curiosity_search.curiosity.score_cdf import (
     SCORE_AXIS_POWER,
     logit_to_score_axis,
@@ -472,14 +473,15 @@ def _fast_terms(concentrations: Array, valid: Array, edges: Array) -> tuple[Arra
 
 def _fast_core(concentrations: Array, valid: Array, grid_size: int) -> Array:
     """Unnormalized ``P [..., A]`` (a common factor per row) of the fast kernel: on the
-    CPU by the native custom call where it is built (``fast_pbest_cpu``: the same
-    computation as one loop per row), elsewhere by the array program
+    CPU by the native custom call where it is built (``native_cpu``,
+    ``fast_pbest_cpu.cc``: the same computation as one loop per row), elsewhere by the
+    array program
     (``_fast_core_array``)."""
-    if not fast_pbest_cpu.native_available():
+    if not native_cpu.native_available():
         return _fast_core_array(concentrations, valid, grid_size)
     return jax.lax.platform_dependent(
         concentrations, valid,
-        cpu=lambda conc, mask: fast_pbest_cpu.native_fast_core(conc, mask, grid_size),
+        cpu=lambda conc, mask: native_cpu.native_fast_core(conc, mask, grid_size),
         default=lambda conc, mask: _fast_core_array(conc, mask, grid_size))
 
 

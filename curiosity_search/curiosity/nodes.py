@@ -18,6 +18,7 @@ Shapes: ``B`` batch, ``N`` nodes, ``A`` actions, ``K`` outcomes.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -25,7 +26,7 @@ import chex
 import jax
 import jax.numpy as jnp
 
-from curiosity_search.curiosity import beliefs
+from curiosity_search.curiosity import beliefs, native_cpu
 from curiosity_search.curiosity.best_arm import (
     PBEST_METHODS,
     best_arm_probability,
@@ -366,8 +367,30 @@ def fill_prior_best(
 
     Computed only for the trees that need it (``compaction.compacted_map``): a node's
     prior P(best) is read once, by the first selection at the node, and most nodes of
-    a wide search are never selected from.
+    a wide search are never selected from. On the CPU, in the layout it serves (K = 2,
+    the fast P(best), selection from cached tables), one native pass computes the rows
+    instead (``native_cpu.native_prior_fill``, the same numbers to float32 rounding);
+    the rows it flags (outside the fast kernel's envelope) are then filled here.
     """
+    batched = functools.partial(_batched_prior_fill, options=options)
+    if native_fill_applies(tree.node_extras.action_beliefs.shape[-1], options):
+        native = functools.partial(_native_prior_fill, options=options)
+        return jax.lax.platform_dependent(tree, node_index, needed, cpu=native,
+                                          default=batched)
+    return batched(tree, node_index, needed)
+
+
+def native_fill_applies(num_outcomes: int, options: CuriosityOptions) -> bool:
+    """Whether ``fill_prior_best`` can run as the native CPU pass: the native library is
+    available and the search uses the layout it serves (K = 2, the ``fast`` P(best),
+    selection from cached tables). Static."""
+    return (num_outcomes == 2 and options.pbest_method == "fast"
+            and not options.draws_thompson(num_outcomes) and native_cpu.native_available())
+
+
+def _batched_prior_fill(tree: Tree, node_index: chex.Array, needed: chex.Array, *,
+                        options: CuriosityOptions) -> Tree:
+    """``fill_prior_best`` as a compacted map of P(best) over the needed rows."""
     batch = jnp.arange(node_index.shape[0])
     extras = tree.node_extras
 
@@ -385,6 +408,22 @@ def fill_prior_best(
         lambda stored, new: stored.at[batch, write_at].set(new, mode="drop"),
         extras.selection, cache)
     return tree.replace(node_extras=extras.replace(selection=selection))
+
+
+def _native_prior_fill(tree: Tree, node_index: chex.Array, needed: chex.Array, *,
+                       options: CuriosityOptions) -> Tree:
+    """``fill_prior_best`` by the native pass; its flagged rows by the batched fill, run
+    only when some row needs it."""
+    extras = tree.node_extras
+    weights, table, fallback = native_cpu.native_prior_fill(
+        node_index, needed, extras.action_beliefs, extras.invalid, extras.selection.weights,
+        extras.selection.table, grid_size=options.grid_size)
+    tree = tree.replace(node_extras=extras.replace(
+        selection=extras.selection.replace(weights=weights, table=table)))
+    return jax.lax.cond(jnp.any(fallback),
+                        lambda tree: _batched_prior_fill(tree, node_index, fallback,
+                                                         options=options),
+                        lambda tree: tree, tree)
 
 
 def wrap_recurrent_fn(recurrent_fn, options: CuriosityOptions):

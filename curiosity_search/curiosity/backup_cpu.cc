@@ -1,0 +1,372 @@
+// The curiosity backup's levels (backup._level / backup._full_update) as one native pass
+// per tree, for XLA:CPU, in the layout they serve: K = 2, the fast P(best), the
+// "average" mixture, selection from a cached table.
+//
+// The batched backup (backup.py) walks every tree's path one level per iteration of a
+// while_loop, each level a few dozen small XLA ops on compacted slots; on the CPU most
+// of its time is dispatch and memory traffic, not arithmetic. Here each tree's path is
+// walked leaf to root in one loop (the per-tree walk the batched one reproduces: each
+// ancestor sees its children's already updated beliefs), trees shared out between
+// threads. Read backup._full_update, backup._settle, backup._fresh_mixture,
+// best_arm._prepared_rows / _combine and nodes.prove first: this file transcribes them
+// for that layout, and a change there needs the same change here
+// (tests/test_backup_cpu.py compares the two).
+//
+// A node whose P(best) the fast kernel cannot serve (an uncertain child outside its
+// envelope, or a proven child with a fractional score) needs the accurate method: its
+// tree is left untouched (every write undone) and flagged, and backup.py runs the
+// batched XLA backup on the flagged trees.
+//
+// Shapes (B trees, N nodes, A actions; every array as the Tree and CuriosityExtras hold
+// it): leaf [B] int32, parents [B, N] int32, children [B, N, A] int32, invalid [B, N, A]
+// bool, value_belief [B, N, 2], action_beliefs [B, N, A, 2], kappa [] f32; updated in
+// place (aliased): belief [B, N, 2] f32, visits [B, N] int32, proven [B, N] bool,
+// score [B, N] f32, length [B, N] int32, stage weights [B, N, 1] f32, table [B, N, A, 1]
+// f32; results: top_child [B] int32 (the path's node whose parent is the root; the root
+// for a skipped simulation), fallback [B] bool.
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "fast_pbest_cpu.h"
+#include "custom_call_cpu.h"
+#include "xla/ffi/api/ffi.h"
+
+namespace ffi = xla::ffi;
+
+namespace {
+
+constexpr int32_t kRoot = 0;                // search.tree.ROOT_INDEX
+constexpr int32_t kUnvisited = -1;          // search.tree.UNVISITED
+constexpr int32_t kNoProofLength = -1;      // nodes.NO_PROOF_LENGTH
+constexpr float kFloor = 1e-6f;             // best_arm._CONCENTRATION_FLOOR
+constexpr float kFastMinConcentration = 1e-3f;  // best_arm.FAST_MIN_CONCENTRATION
+constexpr float kFastMaxTotal = 64.0f;          // best_arm.FAST_MAX_TOTAL
+
+struct Arrays {
+  int64_t nodes, actions, grid_size;
+  bool two_player, root_apart;
+  float kappa;
+  const int32_t* parents;
+  const int32_t* children;
+  const bool* invalid;
+  const float* value_belief;
+  const float* action_beliefs;
+  float* belief;
+  int32_t* visits;
+  bool* proven;
+  float* score;
+  int32_t* length;
+  float* weights;
+  float* table;
+};
+
+// One node's state before the pass wrote it, to undo the tree's writes.
+struct Saved {
+  int64_t node;
+  float belief[2];
+  int32_t visits;
+  bool proven;
+  float score;
+  int32_t length;
+  float weight;
+};
+
+struct Scratch {
+  Workspace workspace;
+  std::vector<float> conc, vectors, probability, child_score;
+  std::vector<int32_t> child_length;
+  std::unique_ptr<bool[]> uncertain, exact, child_proven;
+  std::vector<Saved> saved;
+  std::vector<float> saved_tables;  // [depth, A]
+  Scratch(int actions, int grid_size)
+      : conc(2 * actions), vectors(2 * actions), probability(actions), child_score(actions),
+        child_length(actions), uncertain(new bool[actions]), exact(new bool[actions]),
+        child_proven(new bool[actions]) {
+    workspace.Resize(actions, grid_size);
+  }
+};
+
+// backup._full_update for node `parent` of the tree whose arrays start at `tree`
+// offsets: its new belief, proof and selection row, written in place. False (nothing
+// written) where its P(best) needs the accurate method.
+bool UpdateNode(const Arrays& t, int64_t tree, int64_t parent, Scratch& s) {
+  const int64_t A = t.actions;
+  const int64_t node = tree * t.nodes + parent;
+  const int32_t* children = t.children + node * A;
+  const bool* invalid = t.invalid + node * A;
+  const float* priors = t.action_beliefs + node * A * 2;
+  float best_exact = -INFINITY;
+  bool inside = true, has_uncertain = false;
+  int32_t evidence = 0;
+  // backup._children and best_arm._prepared_rows.
+  for (int64_t a = 0; a < A; ++a) {
+    const int32_t index = children[a];
+    const bool expanded = index != kUnvisited;
+    const int64_t child = tree * t.nodes + (expanded ? index : 0);
+    float c0, c1;
+    if (expanded) {
+      const float* searched = t.belief + child * 2;
+      c0 = t.two_player ? searched[1] : searched[0];
+      c1 = t.two_player ? searched[0] : searched[1];
+      evidence += t.visits[child];
+    } else {
+      c0 = priors[2 * a];
+      c1 = priors[2 * a + 1];
+    }
+    const bool legal = !invalid[a];
+    const bool proven = expanded && t.proven[child] && legal;
+    const float score = t.two_player ? 1.0f - t.score[child] : t.score[child];
+    s.child_proven[a] = proven;
+    s.child_score[a] = score;
+    s.child_length[a] = t.length[child];
+    s.vectors[2 * a] = c0;
+    s.vectors[2 * a + 1] = c1;
+    const bool exact = proven;  // legal & proven
+    const bool uncertain = legal && !exact;
+    s.exact[a] = exact;
+    s.uncertain[a] = uncertain;
+    has_uncertain = has_uncertain || uncertain;
+    if (exact) best_exact = std::fmax(best_exact, score);
+    const float k0 = uncertain ? std::fmax(c0, kFloor) : 1.0f;
+    const float k1 = uncertain ? std::fmax(c1, kFloor) : 1.0f;
+    s.conc[2 * a] = k0;
+    s.conc[2 * a + 1] = k1;
+    inside = inside && (!uncertain || (std::fmin(k0, k1) >= kFastMinConcentration &&
+                                       k0 + k1 <= kFastMaxTotal));
+  }
+  const bool fractional = best_exact > 0.0f && best_exact < 1.0f;
+  if (!inside || fractional) return false;  // best_arm.needs_accurate
+
+  // P(best): the fast kernel on the uncertain children, then best_arm._combine's
+  // exact-arm rules (K = 2: exact scores are 0 or 1, no exact share).
+  Row(s.conc.data(), s.uncertain.get(), static_cast<int>(A), static_cast<int>(t.grid_size),
+      s.workspace, s.probability.data());
+  int num_tops = 0;
+  float total = 0.0f;
+  for (int64_t a = 0; a < A; ++a) {
+    num_tops += s.exact[a] && s.child_score[a] >= best_exact;
+    total += s.uncertain[a] ? s.probability[a] : 0.0f;
+  }
+  const float tie_weight = 1.0f / static_cast<float>(std::max(num_tops, 1));
+  const bool tied = best_exact >= 1.0f || !has_uncertain;
+  for (int64_t a = 0; a < A; ++a) {
+    const float tie = (s.exact[a] && s.child_score[a] >= best_exact) ? tie_weight : 0.0f;
+    const float own = s.uncertain[a] ? s.probability[a] : 0.0f;
+    s.probability[a] = tied ? tie : (total > 0.0f ? own / total : 0.0f);
+  }
+
+  // backup._fresh_mixture: the "average" of the children's parameter vectors, a proven
+  // child as its exact belief (beliefs.exact_belief, K = 2).
+  float weight_sum = 0.0f;
+  for (int64_t a = 0; a < A; ++a) weight_sum += s.probability[a];
+  float mixture0 = 0.0f, mixture1 = 0.0f;
+  for (int64_t a = 0; a < A; ++a) {
+    const float w = weight_sum > 0.0f ? s.probability[a] / weight_sum
+                                      : 1.0f / static_cast<float>(A);
+    float v0 = s.vectors[2 * a], v1 = s.vectors[2 * a + 1];
+    if (s.child_proven[a]) {
+      const float child_total = v0 + v1;
+      v0 = child_total * s.child_score[a];
+      v1 = child_total * (1.0f - s.child_score[a]);
+    }
+    mixture0 += w * v0;
+    mixture1 += w * v1;
+  }
+
+  // nodes.prove.
+  bool any_win = false, all_proven = true, any_legal = false;
+  float best = -1.0f;
+  for (int64_t a = 0; a < A; ++a) {
+    const bool proven = s.child_proven[a];
+    any_win = any_win || (proven && s.child_score[a] >= 1.0f);
+    all_proven = all_proven && (proven || invalid[a]);
+    any_legal = any_legal || !invalid[a];
+    if (proven) best = std::fmax(best, s.child_score[a]);
+  }
+  all_proven = all_proven && any_legal;
+  int32_t shortest = std::numeric_limits<int32_t>::max(), longest = -1;
+  for (int64_t a = 0; a < A; ++a) {
+    if (s.child_proven[a] && s.child_score[a] >= best) {
+      shortest = std::min(shortest, s.child_length[a]);
+      longest = std::max(longest, s.child_length[a]);
+    }
+  }
+  const bool node_proven = any_win || all_proven;
+  const float node_score = node_proven ? (any_win ? 1.0f : best) : 0.0f;
+  const int32_t node_length =
+      node_proven ? 1 + (best <= 0.0f ? longest : shortest) : kNoProofLength;
+
+  // backup._settle: C = (1 - gamma) V + gamma Qbar, or the exact belief of a proof.
+  if (!t.proven[node]) {
+    const float n = static_cast<float>(evidence);
+    const float denominator = t.kappa + n;
+    const float gamma = denominator > 0.0f ? n / denominator : 0.0f;
+    const float* value = t.value_belief + node * 2;
+    const float b0 = (1.0f - gamma) * value[0] + gamma * mixture0;
+    const float b1 = (1.0f - gamma) * value[1] + gamma * mixture1;
+    if (node_proven) {
+      const float node_total = b0 + b1;
+      t.belief[node * 2] = node_total * node_score;
+      t.belief[node * 2 + 1] = node_total * (1.0f - node_score);
+    } else {
+      t.belief[node * 2] = b0;
+      t.belief[node * 2 + 1] = b1;
+    }
+    t.proven[node] = node_proven;
+    t.score[node] = node_score;
+    t.length[node] = node_length;
+  }
+  // selection_cache.from_probability: the full layout's one stage.
+  t.weights[node] = 1.0f;
+  std::memcpy(t.table + node * A, s.probability.data(), sizeof(float) * A);
+  return true;
+}
+
+void Save(const Arrays& t, int64_t node, Scratch& s) {
+  Saved saved{node, {t.belief[2 * node], t.belief[2 * node + 1]}, t.visits[node],
+              t.proven[node], t.score[node], t.length[node], t.weights[node]};
+  s.saved.push_back(saved);
+  const float* row = t.table + node * t.actions;
+  s.saved_tables.insert(s.saved_tables.end(), row, row + t.actions);
+}
+
+// Restores the saved nodes, latest first (a node saved twice gets its first state).
+void Undo(const Arrays& t, Scratch& s) {
+  for (int64_t i = static_cast<int64_t>(s.saved.size()) - 1; i >= 0; --i) {
+    const Saved& saved = s.saved[i];
+    const int64_t node = saved.node;
+    t.belief[2 * node] = saved.belief[0];
+    t.belief[2 * node + 1] = saved.belief[1];
+    t.visits[node] = saved.visits;
+    t.proven[node] = saved.proven;
+    t.score[node] = saved.score;
+    t.length[node] = saved.length;
+    t.weights[node] = saved.weight;
+    std::memcpy(t.table + node * t.actions, s.saved_tables.data() + i * t.actions,
+                sizeof(float) * t.actions);
+  }
+}
+
+// One tree's backup levels (backup._level, per tree): from the leaf's parent up to the
+// root (or below it when the root is updated apart). Returns false, the tree untouched,
+// where a node needs the accurate P(best).
+bool Walk(const Arrays& t, int64_t tree, int32_t leaf, Scratch& s) {
+  s.saved.clear();
+  s.saved_tables.clear();
+  const int32_t* parents = t.parents + tree * t.nodes;
+  int32_t child = leaf;
+  while (child != kRoot) {
+    const int32_t parent = parents[child];
+    if (t.root_apart && parent == kRoot) break;
+    const int64_t node = tree * t.nodes + parent;
+    Save(t, node, s);
+    t.visits[node] += 1;
+    if (!UpdateNode(t, tree, parent, s)) {
+      Undo(t, s);
+      return false;
+    }
+    child = parent;
+  }
+  return true;
+}
+
+constexpr int64_t kMinTreesPerChunk = 16;
+
+}  // namespace
+
+static ffi::Error BackupImpl(
+    ffi::ThreadPool pool, ffi::Buffer<ffi::S32> leaf, ffi::Buffer<ffi::S32> parents,
+    ffi::Buffer<ffi::S32> children, ffi::Buffer<ffi::PRED> invalid,
+    ffi::Buffer<ffi::F32> value_belief, ffi::Buffer<ffi::F32> action_beliefs,
+    ffi::Buffer<ffi::F32> kappa, ffi::AnyBuffer belief_in, ffi::AnyBuffer visits_in,
+    ffi::AnyBuffer proven_in, ffi::AnyBuffer score_in, ffi::AnyBuffer length_in,
+    ffi::AnyBuffer weights_in, ffi::AnyBuffer table_in, ffi::ResultBuffer<ffi::F32> belief,
+    ffi::ResultBuffer<ffi::S32> visits, ffi::ResultBuffer<ffi::PRED> proven,
+    ffi::ResultBuffer<ffi::F32> score, ffi::ResultBuffer<ffi::S32> length,
+    ffi::ResultBuffer<ffi::F32> weights, ffi::ResultBuffer<ffi::F32> table,
+    ffi::ResultBuffer<ffi::S32> top_child, ffi::ResultBuffer<ffi::PRED> fallback,
+    int64_t grid_size, bool two_player, bool root_apart) {
+  const auto dims = children.dimensions();
+  if (dims.size() != 3) return ffi::Error::InvalidArgument("children must be [B, N, A]");
+  if (grid_size < 2) return ffi::Error::InvalidArgument("grid_size must be >= 2");
+  if (belief_in.size_bytes() != static_cast<size_t>(dims[0] * dims[1] * 2 * sizeof(float))) {
+    return ffi::Error::InvalidArgument("belief must be [B, N, 2]");
+  }
+  // The updated arrays alias their inputs; copy where XLA gave a separate buffer.
+  CopyIfApart(belief_in, belief->typed_data());
+  CopyIfApart(visits_in, visits->typed_data());
+  CopyIfApart(proven_in, proven->typed_data());
+  CopyIfApart(score_in, score->typed_data());
+  CopyIfApart(length_in, length->typed_data());
+  CopyIfApart(weights_in, weights->typed_data());
+  CopyIfApart(table_in, table->typed_data());
+  Arrays t;
+  t.nodes = dims[1];
+  t.actions = dims[2];
+  t.grid_size = grid_size;
+  t.two_player = two_player;
+  t.root_apart = root_apart;
+  t.kappa = kappa.typed_data()[0];
+  t.parents = parents.typed_data();
+  t.children = children.typed_data();
+  t.invalid = invalid.typed_data();
+  t.value_belief = value_belief.typed_data();
+  t.action_beliefs = action_beliefs.typed_data();
+  t.belief = belief->typed_data();
+  t.visits = visits->typed_data();
+  t.proven = proven->typed_data();
+  t.score = score->typed_data();
+  t.length = length->typed_data();
+  t.weights = weights->typed_data();
+  t.table = table->typed_data();
+  const int32_t* leaves = leaf.typed_data();
+  int32_t* tops = top_child->typed_data();
+  bool* flags = fallback->typed_data();
+  ParallelChunks(pool, dims[0], kMinTreesPerChunk, [&t, leaves, tops, flags](int64_t begin,
+                                                                             int64_t end) {
+    Scratch scratch(static_cast<int>(t.actions), static_cast<int>(t.grid_size));
+    for (int64_t tree = begin; tree < end; ++tree) {
+      const int32_t* tree_parents = t.parents + tree * t.nodes;
+      int32_t top = leaves[tree];
+      while (top != kRoot && tree_parents[top] != kRoot) top = tree_parents[top];
+      tops[tree] = top;
+      flags[tree] = !Walk(t, tree, leaves[tree], scratch);
+    }
+  });
+  return ffi::Error::Success();
+}
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(CuriosityBackup, BackupImpl,
+                              ffi::Ffi::Bind()
+                                  .Ctx<ffi::ThreadPool>()
+                                  .Arg<ffi::Buffer<ffi::S32>>()    // leaf
+                                  .Arg<ffi::Buffer<ffi::S32>>()    // parents
+                                  .Arg<ffi::Buffer<ffi::S32>>()    // children
+                                  .Arg<ffi::Buffer<ffi::PRED>>()   // invalid
+                                  .Arg<ffi::Buffer<ffi::F32>>()    // value_belief
+                                  .Arg<ffi::Buffer<ffi::F32>>()    // action_beliefs
+                                  .Arg<ffi::Buffer<ffi::F32>>()    // kappa
+                                  .Arg<ffi::AnyBuffer>()           // belief
+                                  .Arg<ffi::AnyBuffer>()           // visits
+                                  .Arg<ffi::AnyBuffer>()           // proven
+                                  .Arg<ffi::AnyBuffer>()           // score
+                                  .Arg<ffi::AnyBuffer>()           // length
+                                  .Arg<ffi::AnyBuffer>()           // weights
+                                  .Arg<ffi::AnyBuffer>()           // table
+                                  .Ret<ffi::Buffer<ffi::F32>>()    // belief
+                                  .Ret<ffi::Buffer<ffi::S32>>()    // visits
+                                  .Ret<ffi::Buffer<ffi::PRED>>()   // proven
+                                  .Ret<ffi::Buffer<ffi::F32>>()    // score
+                                  .Ret<ffi::Buffer<ffi::S32>>()    // length
+                                  .Ret<ffi::Buffer<ffi::F32>>()    // weights
+                                  .Ret<ffi::Buffer<ffi::F32>>()    // table
+                                  .Ret<ffi::Buffer<ffi::S32>>()    // top_child
+                                  .Ret<ffi::Buffer<ffi::PRED>>()   // fallback
+                                  .Attr<int64_t>("grid_size")
+                                  .Attr<bool>("two_player")
+                                  .Attr<bool>("root_apart"));

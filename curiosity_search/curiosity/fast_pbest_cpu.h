@@ -1,0 +1,378 @@
+// The fast P(best) kernel's row (best_arm._fast_core_array for one row), shared by the
+// native CPU custom calls: fast_pbest_cpu.cc (rows of P(best)) and backup_cpu.cc (the
+// curiosity backup's levels). Read fast_pbest_cpu.cc's opening comment first.
+
+#ifndef CURIOSITY_SEARCH_FAST_PBEST_CPU_H_
+#define CURIOSITY_SEARCH_FAST_PBEST_CPU_H_
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+namespace {
+
+constexpr float kInner = 0.5f;         // best_arm._FAST_INNER
+constexpr float kTail = 20.0f;         // best_arm._FAST_TAIL
+constexpr float kLimit = 1e4f;         // best_arm._FAST_LIMIT
+constexpr float kRangeSigmas = 4.0f;   // best_arm._FAST_RANGE_SIGMAS
+constexpr float kGridStep = 0.25f;     // best_arm._FAST_GRID_STEP
+
+inline float AsFloat(int32_t bits) {
+  float value;
+  std::memcpy(&value, &bits, sizeof(value));
+  return value;
+}
+
+inline int32_t AsInt(float value) {
+  int32_t bits;
+  std::memcpy(&bits, &value, sizeof(bits));
+  return bits;
+}
+
+// e^x to ~1 ulp for x >= -87.3 (Cody-Waite reduction, Cephes' degree-6 polynomial);
+// 0 below (no subnormal results: they are < 1.2e-38 of a row's peak). Branch-free.
+inline float Exp(float x) {
+  const bool underflow = x < -87.3f;
+  x = x > 88.0f ? 88.0f : x;
+  x = x < -87.3f ? -87.3f : x;
+  const float k = std::floor(x * 1.44269504088896341f + 0.5f);
+  const float r = x - k * 0.693359375f + k * 2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * r * r + r + 1.0f;
+  const float scale = AsFloat((static_cast<int32_t>(k) + 127) << 23);
+  return underflow ? 0.0f : p * scale;
+}
+
+// log(x) to ~1 ulp for x > 0 finite, subnormals included (Cephes' polynomial on the
+// mantissa in [sqrt(1/2), sqrt(2))). Branch-free.
+inline float Log(float x) {
+  const bool subnormal = x < 1.17549435e-38f;
+  x = subnormal ? x * 8388608.0f : x;  // 2^23
+  const int32_t bits = AsInt(x);
+  float e = static_cast<float>(((bits >> 23) & 0xff) - 126);
+  float m = AsFloat((bits & 0x007fffff) | 0x3f000000);  // [0.5, 1)
+  const bool low = m < 0.707106781186547524f;
+  e = low ? e - 1.0f : e;
+  m = low ? m + m - 1.0f : m - 1.0f;
+  const float z = m * m;
+  float y = 7.0376836292e-2f;
+  y = y * m - 1.1514610310e-1f;
+  y = y * m + 1.1676998740e-1f;
+  y = y * m - 1.2420140846e-1f;
+  y = y * m + 1.4249322787e-1f;
+  y = y * m - 1.6668057665e-1f;
+  y = y * m + 2.0000714765e-1f;
+  y = y * m - 2.4999993993e-1f;
+  y = y * m + 3.3333331174e-1f;
+  y = y * m * z;
+  y += -2.12194440e-4f * e;
+  y += -0.5f * z;
+  float result = m + y + 0.693359375f * e;
+  return subnormal ? result - 15.9423851528787f : result;  // 23 log 2
+}
+
+// Arms are processed in blocks of kLanes, one per vector lane: every per-sub-node
+// step (density, running CDF, log) is then one vector operation over a block, with no
+// scalar chain along the grid. The padding arms (to a whole block) are invalid.
+constexpr int kLanes = 16;
+inline int Padded(int arms) { return (arms + kLanes - 1) / kLanes * kLanes; }
+
+// log Gamma(x) for x >= 1e-6 to ~1e-6 absolute: the recurrence up to x + 8, then
+// Stirling's series to 1 / z^5 (truncation < 4e-10 at z >= 8). Branch-free.
+inline float LogGamma(float x) {
+  const float z = x + 8.0f;
+  const float inverse = 1.0f / z;
+  const float inverse2 = inverse * inverse;
+  const float series =
+      inverse * (1.0f / 12.0f - inverse2 * (1.0f / 360.0f - inverse2 * (1.0f / 1260.0f)));
+  const float stirling = (z - 0.5f) * Log(z) - z + 0.91893853320467274f + series;
+  const float head = x * (x + 1.0f) * (x + 2.0f) * (x + 3.0f);
+  const float tail = (x + 4.0f) * (x + 5.0f) * (x + 6.0f) * (x + 7.0f);
+  return stirling - Log(head) - Log(tail);
+}
+
+// sinh(t) to ~1 ulp: e^t - e^-t, or its series where that cancels. Branch-free.
+inline float Sinh(float t) {
+  const float e = Exp(t);
+  const float t2 = t * t;
+  const float series = t * (1.0f + t2 * (1.0f / 6.0f + t2 * (1.0f / 120.0f + t2 / 5040.0f)));
+  return std::fabs(t) < 0.5f ? series : 0.5f * (e - 1.0f / e);
+}
+
+// Scratch for one row, reused across rows. Per arm ([arm_slots]): alpha, beta, mask
+// (1 = valid), log B(alpha, beta), the exact upper tail's mass, log of the mass below
+// the grid; per sub-node ([S]): its place, weight, log1p(e^-|z|), prod_b F_b; per
+// sub-node and lane ([S, kLanes]): one block's sub-node masses, the running product of
+// the CDFs over the blocks (a mantissa in [1, 2) and a power of two, so no log per
+// arm and node and no underflow), the count of zero CDFs; ratio ([blocks, S, kLanes]):
+// sub-node mass / CDF.
+struct Workspace {
+  std::vector<float> edges, nodes, weights, softplus, node_weight, powers, zeros;
+  std::vector<float> alpha, beta, mask, log_norm, upper, log_lower;
+  std::vector<float> sub_mass, mantissa_lanes, power_lanes, zero_lanes, ratio;
+  std::vector<float> packed_conc, packed_out;  // Row's valid arms, packed ([2 A], [A])
+  std::vector<int> packed_arm;                 // their places in the row ([A])
+  std::unique_ptr<bool[]> packed_valid;        // all true ([A])
+  void Resize(int arms, int grid_size) {
+    const int subnodes = 3 * (grid_size - 1) + 1;
+    const int arm_slots = Padded(arms);
+    for (auto* v : {&nodes, &weights, &softplus, &node_weight, &powers, &zeros}) {
+      v->assign(subnodes, 0.0f);
+    }
+    for (auto* v : {&alpha, &beta, &mask, &log_norm, &upper, &log_lower}) {
+      v->assign(arm_slots, 0.0f);
+    }
+    for (auto* v : {&sub_mass, &mantissa_lanes, &power_lanes, &zero_lanes}) {
+      v->assign(subnodes * kLanes, 0.0f);
+    }
+    edges.assign(grid_size, 0.0f);
+    ratio.assign(static_cast<size_t>(arm_slots) * subnodes, 0.0f);
+    packed_conc.assign(2 * arms, 0.0f);
+    packed_out.assign(arms, 0.0f);
+    packed_arm.assign(arms, 0);
+    packed_valid.reset(new bool[arms > 0 ? arms : 1]);
+    for (int a = 0; a < arms; ++a) packed_valid[a] = true;
+  }
+};
+
+// best_arm._fast_edges for one row, from the arms' alpha, beta and mask
+// ([arm_slots], (1, 1) and mask 0 for invalid arms and the padding).
+void RowEdges(const float* __restrict alpha, const float* __restrict beta,
+              const float* __restrict mask, int arm_slots, int grid_size, float* edges) {
+  float low = -kLimit, high = -kLimit;
+#pragma omp simd reduction(max : low, high)
+  for (int a = 0; a < arm_slots; ++a) {
+    const float mode = Log(alpha[a]) - Log(beta[a]);
+    const float sd = std::sqrt(1.0f / alpha[a] + 0.5f / (alpha[a] * alpha[a]) +
+                               1.0f / beta[a] + 0.5f / (beta[a] * beta[a]));
+    float arm_low = mode - kRangeSigmas * sd, arm_high = mode + kRangeSigmas * sd;
+    arm_low = arm_low > -kLimit ? arm_low : -kLimit;
+    arm_high = arm_high < kLimit ? arm_high : kLimit;
+    arm_low = mask[a] > 0.0f ? arm_low : -kLimit;
+    arm_high = mask[a] > 0.0f ? arm_high : -kLimit;
+    low = low > arm_low ? low : arm_low;
+    high = high > arm_high ? high : arm_high;
+  }
+  high = std::fmax(high, kTail);
+  low = std::fmin(low, high - 1.0f);
+  const float t_low = std::floor(std::asinh(low / kInner) / kGridStep) * kGridStep;
+  const float t_high = std::ceil(std::asinh(high / kInner) / kGridStep) * kGridStep;
+  const float step = 1.0f / static_cast<float>(grid_size - 1);
+  for (int g = 0; g < grid_size; ++g) {
+    const float fraction = g == grid_size - 1 ? 1.0f : static_cast<float>(g) * step;
+    edges[g] = kInner * Sinh(t_low + (t_high - t_low) * fraction);
+  }
+}
+
+// best_arm._fast_core_array for one row: out[a] = unnormalized P(a is best), valid or
+// not (Row packs the valid ones first).
+void MaskedRow(const float* conc, const bool* __restrict valid, int arms, int grid_size,
+               Workspace& w, float* __restrict out) {
+  static const float kGaussT[3] = {0.5f - 0.5f * 0.7745966692414834f, 0.5f,
+                                   0.5f + 0.5f * 0.7745966692414834f};
+  static const float kGaussW[3] = {5.0f / 18.0f, 8.0f / 18.0f, 5.0f / 18.0f};
+  const int cells = grid_size - 1;
+  const int upper_node = 3 * cells;  // sub-nodes: 3 per cell, Gauss-point-major, then the tail
+  const int subnodes = upper_node + 1;
+  const int arm_slots = Padded(arms);
+  float* __restrict alpha = w.alpha.data();
+  float* __restrict beta = w.beta.data();
+  float* __restrict mask = w.mask.data();
+  float* __restrict log_norm = w.log_norm.data();
+  float* __restrict upper = w.upper.data();
+  float* __restrict log_lower = w.log_lower.data();
+  float* __restrict nodes = w.nodes.data();
+  float* __restrict weights = w.weights.data();
+  float* __restrict softplus = w.softplus.data();
+  float* __restrict node_weight = w.node_weight.data();
+  float* __restrict sub_mass = w.sub_mass.data();
+  float* __restrict mantissa_lanes = w.mantissa_lanes.data();
+  float* __restrict power_lanes = w.power_lanes.data();
+  float* __restrict zero_lanes = w.zero_lanes.data();
+  float* __restrict edges = w.edges.data();
+  for (int a = 0; a < arms; ++a) {
+    alpha[a] = conc[2 * a];
+    beta[a] = conc[2 * a + 1];
+    mask[a] = valid[a] ? 1.0f : 0.0f;
+  }
+  for (int a = arms; a < arm_slots; ++a) {
+    alpha[a] = beta[a] = 1.0f;
+    mask[a] = 0.0f;
+  }
+  RowEdges(alpha, beta, mask, arm_slots, grid_size, edges);
+  for (int t = 0; t < 3; ++t) {
+    for (int c = 0; c < cells; ++c) {
+      const float width = edges[c + 1] - edges[c];
+      nodes[t * cells + c] = edges[c] + width * kGaussT[t];
+      weights[t * cells + c] = width * kGaussW[t];
+    }
+  }
+  nodes[upper_node] = edges[grid_size - 1];
+  weights[upper_node] = 0.0f;
+#pragma omp simd
+  for (int s = 0; s < subnodes; ++s) {
+    // log1p(e^-|z|): log(1 + e) loses e's relative precision below ~1e-4, where the
+    // series e - e^2 / 2 is exact to float32.
+    const float e = Exp(-std::fabs(nodes[s]));
+    softplus[s] = e < 1e-4f ? e - 0.5f * e * e : Log(1.0f + e);
+  }
+  for (int i = 0; i < subnodes * kLanes; ++i) {
+    mantissa_lanes[i] = 1.0f;
+    power_lanes[i] = zero_lanes[i] = 0.0f;
+  }
+  // Per arm: log B(alpha, beta) and the exact upper tail beyond the last edge (>= logit
+  // 20, exponential with rate beta).
+  const float top = edges[grid_size - 1];
+  const float top_softplus = softplus[upper_node];
+#pragma omp simd
+  for (int a = 0; a < arm_slots; ++a) {
+    const float n = alpha[a] + beta[a];
+    log_norm[a] = LogGamma(alpha[a]) + LogGamma(beta[a]) - LogGamma(n);
+    const float tail = Exp(-beta[a] * top - n * top_softplus - log_norm[a]) / beta[a];
+    upper[a] = mask[a] * (tail < 1.0f ? tail : 1.0f);
+  }
+  for (int block = 0; block < arm_slots; block += kLanes) {
+    const float* __restrict a_ = alpha + block;
+    const float* __restrict b_ = beta + block;
+    const float* __restrict m_ = mask + block;
+    const float* __restrict norm = log_norm + block;
+    const float* __restrict up = upper + block;
+    float* __restrict ratio = w.ratio.data() + static_cast<size_t>(block) * subnodes;
+    // Density x weight at every sub-node of the grid; the mass below it by normalization.
+    float below[kLanes];
+    for (int l = 0; l < kLanes; ++l) below[l] = 1.0f - up[l];
+    for (int s = 0; s < upper_node; ++s) {
+      const float z = nodes[s], sp = softplus[s], weight = weights[s];
+      float* __restrict mass = sub_mass + s * kLanes;
+#pragma omp simd
+      for (int l = 0; l < kLanes; ++l) {
+        const float linear = z > 0.0f ? -b_[l] * z : a_[l] * z;
+        mass[l] = m_[l] * Exp(linear - (a_[l] + b_[l]) * sp - norm[l]) * weight;
+        below[l] -= mass[l];
+      }
+    }
+#pragma omp simd
+    for (int l = 0; l < kLanes; ++l) {
+      below[l] = below[l] < 0.0f ? 0.0f : (below[l] > 1.0f ? 1.0f : below[l]);
+      log_lower[block + l] = m_[l] * Log(below[l] > 1e-37f ? below[l] : 1e-37f);
+    }
+    // The CDF at each sub-node's middle (a running sum along each cell's three nodes),
+    // then ratio = mass / CDF and the CDF into the row's products (1 for invalid arms).
+    float start[kLanes];
+    for (int l = 0; l < kLanes; ++l) start[l] = below[l];
+    auto take = [&](int s, const float* __restrict middle) {
+      const float* __restrict mass = sub_mass + s * kLanes;
+      float* __restrict r = ratio + s * kLanes;
+      float* __restrict mantissas = mantissa_lanes + s * kLanes;
+      float* __restrict powers = power_lanes + s * kLanes;
+      float* __restrict zeros = zero_lanes + s * kLanes;
+#pragma omp simd
+      for (int l = 0; l < kLanes; ++l) {
+        float m = m_[l] > 0.0f ? middle[l] : 1.0f;
+        m = m < 0.0f ? 0.0f : (m > 1.0f ? 1.0f : m);
+        const bool zero = m <= 0.0f;
+        const float safe = zero ? 1.0f : m;
+        r[l] = zero ? 0.0f : mass[l] / safe;
+        // mantissa x safe, renormalized: safe is scaled by 2^23 first if subnormal.
+        const bool subnormal = safe < 1.17549435e-38f;
+        const int32_t bits = AsInt(mantissas[l] * (subnormal ? safe * 8388608.0f : safe));
+        mantissas[l] = AsFloat((bits & 0x007fffff) | 0x3f800000);
+        powers[l] += static_cast<float>(((bits >> 23) & 0xff) - 127) - (subnormal ? 23.0f : 0.0f);
+        zeros[l] += zero ? 1.0f : 0.0f;
+      }
+    };
+    for (int c = 0; c < cells; ++c) {
+      for (int t = 0; t < 3; ++t) {
+        const float* __restrict mass = sub_mass + (t * cells + c) * kLanes;
+        float middle[kLanes];
+#pragma omp simd
+        for (int l = 0; l < kLanes; ++l) {
+          middle[l] = start[l] + 0.5f * mass[l];
+          start[l] += mass[l];
+        }
+        take(t * cells + c, middle);
+      }
+    }
+    float tail_middle[kLanes];
+    for (int l = 0; l < kLanes; ++l) {
+      tail_middle[l] = 1.0f - 0.5f * up[l];
+      sub_mass[upper_node * kLanes + l] = up[l];
+    }
+    take(upper_node, tail_middle);
+  }
+  // prod_b F_b at every sub-node, scaled by its peak; then the mixture.
+  float* __restrict powers = w.powers.data();
+  float* __restrict zeros = w.zeros.data();
+  for (int s = 0; s < subnodes; ++s) {
+    float product = 1.0f, power = 0.0f, zero = 0.0f;  // 16 mantissas < 2^16: no overflow
+#pragma omp simd reduction(* : product) reduction(+ : power, zero)
+    for (int l = 0; l < kLanes; ++l) {
+      product *= mantissa_lanes[s * kLanes + l];
+      power += power_lanes[s * kLanes + l];
+      zero += zero_lanes[s * kLanes + l];
+    }
+    node_weight[s] = product;
+    powers[s] = power;
+    zeros[s] = zero;
+  }
+  float peak = -INFINITY;
+#pragma omp simd reduction(max : peak)
+  for (int s = 0; s < subnodes; ++s) {
+    const float total = Log(node_weight[s]) + 0.693147180559945309f * powers[s];
+    node_weight[s] = zeros[s] > 0.0f ? -INFINITY : total;
+    peak = peak > node_weight[s] ? peak : node_weight[s];
+  }
+  if (!std::isfinite(peak)) peak = 0.0f;
+#pragma omp simd
+  for (int s = 0; s < subnodes; ++s) node_weight[s] = Exp(node_weight[s] - peak);
+  float rate_sum = 0.0f, lower_log_sum = 0.0f;
+  for (int a = 0; a < arm_slots; ++a) {
+    rate_sum += mask[a] * alpha[a];
+    lower_log_sum += log_lower[a];
+  }
+  const float share_scale = Exp(lower_log_sum - peak) / std::fmax(rate_sum, 1e-30f);
+  for (int block = 0; block < arm_slots; block += kLanes) {
+    const float* __restrict ratio = w.ratio.data() + static_cast<size_t>(block) * subnodes;
+    float sum[kLanes];
+    for (int l = 0; l < kLanes; ++l) sum[l] = share_scale * alpha[block + l];
+    for (int s = 0; s < subnodes; ++s) {
+      const float weight = node_weight[s];
+#pragma omp simd
+      for (int l = 0; l < kLanes; ++l) sum[l] += ratio[s * kLanes + l] * weight;
+    }
+    for (int l = 0; l < kLanes && block + l < arms; ++l) {
+      out[block + l] = mask[block + l] * sum[l];
+    }
+  }
+}
+
+// best_arm._fast_core_array for one row: out[a] = unnormalized P(a is best), 0 for an
+// invalid arm. An invalid arm contributes nothing to the row (F = 1, no mass, no tail
+// rate, no say in the grid), so the valid arms are packed first and only their blocks
+// of kLanes computed: a row with 17 of 25 arms legal takes two blocks, with 16 one.
+void Row(const float* conc, const bool* __restrict valid, int arms, int grid_size,
+         Workspace& w, float* __restrict out) {
+  int count = 0;
+  for (int a = 0; a < arms; ++a) {
+    out[a] = 0.0f;
+    if (!valid[a]) continue;
+    w.packed_conc[2 * count] = conc[2 * a];
+    w.packed_conc[2 * count + 1] = conc[2 * a + 1];
+    w.packed_arm[count++] = a;
+  }
+  if (count == 0) return;
+  MaskedRow(w.packed_conc.data(), w.packed_valid.get(), count, grid_size, w,
+            w.packed_out.data());
+  for (int i = 0; i < count; ++i) out[w.packed_arm[i]] = w.packed_out[i];
+}
+
+}  // namespace
+
+#endif  // CURIOSITY_SEARCH_FAST_PBEST_CPU_H_

@@ -1,0 +1,104 @@
+"""The native CPU passes of a curiosity search (the backup levels, curiosity/backup_cpu.cc,
+and the lazy prior fill, curiosity/prior_fill_cpu.cc) against the XLA programs they
+replace (``backup._batched_levels``, ``nodes._batched_prior_fill``), which the
+kernel-vs-reference tests check against the slow reference search: same trees, visit
+counts, proofs; beliefs and selection rows to float32 rounding."""
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from curiosity_search.bench.pbest_rows import without_native_passes
+from curiosity_search.curiosity import CuriosityOptions, curiosity_policy, native_cpu
+from curiosity_search.search.tree import ROOT_INDEX
+from curiosity_search.testing.curiosity_reference import BeliefHashModel
+
+pytestmark = pytest.mark.skipif(not native_cpu.native_available(),
+                                reason="the native CPU library did not build")
+
+
+def _search(options, *, batch_size, num_actions, num_simulations, log_total_range,
+            terminal_fraction, native):
+    model = BeliefHashModel(num_actions=num_actions, num_outcomes=2, seed=3,
+                            terminal_fraction=terminal_fraction,
+                            log_total_range=log_total_range)
+    root = model.root(batch_size, offset=5)
+    invalid = np.zeros((batch_size, num_actions), bool)
+    invalid[0, 1] = invalid[1, -1] = True
+    policy = functools.partial(curiosity_policy, recurrent_fn=model.recurrent_fn,
+                               num_simulations=num_simulations, kappa=2.5, options=options)
+    args = (None, jax.random.PRNGKey(4), root)
+    targets = (native_cpu.BACKUP_TARGET, native_cpu.PRIOR_FILL_TARGET)
+    if native:
+        lowered = jax.jit(policy).lower(*args, invalid_actions=jnp.asarray(invalid))
+        assert all(target in lowered.as_text() for target in targets)
+        return lowered.compile()(*args, invalid_actions=jnp.asarray(invalid)).search_tree
+    with without_native_passes():
+        lowered = jax.jit(policy).lower(*args, invalid_actions=jnp.asarray(invalid))
+        assert not any(target in lowered.as_text() for target in targets)
+        return lowered.compile()(*args, invalid_actions=jnp.asarray(invalid)).search_tree
+
+
+@pytest.mark.parametrize("pbest_updates,log_total_range,terminal_fraction,two_player", [
+    ("full", (-1.0, 3.5), 0.15, True),        # inside the fast envelope: all native
+    ("full", (-1.0, 6.0), 0.15, True),        # many rows outside: trees fall back
+    ("incremental", (-1.0, 3.5), 0.1, True),  # the root updated apart
+    ("full", (-1.0, 3.0), 0.15, False),       # one perspective
+])
+def test_native_levels_match_the_batched_walk(pbest_updates, log_total_range,
+                                              terminal_fraction, two_player):
+    options = CuriosityOptions(pbest_updates=pbest_updates, two_player=two_player)
+    shape = dict(batch_size=6, num_actions=7, num_simulations=40,
+                 log_total_range=log_total_range, terminal_fraction=terminal_fraction)
+    native = _search(options, native=True, **shape)
+    batched = _search(options, native=False, **shape)
+    np.testing.assert_array_equal(native.children_index, batched.children_index)
+    np.testing.assert_array_equal(native.node_visits, batched.node_visits)
+    extras, expected = native.node_extras, batched.node_extras
+    np.testing.assert_array_equal(extras.proven, expected.proven)
+    np.testing.assert_array_equal(extras.proven_score, expected.proven_score)
+    np.testing.assert_array_equal(extras.proven_length, expected.proven_length)
+    np.testing.assert_allclose(extras.belief, expected.belief, rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(extras.selection.table, expected.selection.table, atol=2e-5)
+    np.testing.assert_array_equal(extras.selection.weights, expected.selection.weights)
+    # The searches are not trivial: proofs above the leaves and deep paths.
+    has_children = np.any(np.asarray(native.children_index) >= 0, axis=-1)
+    assert np.any(np.asarray(extras.proven) & has_children)
+    parents = np.asarray(native.parents)
+    grandparents = np.take_along_axis(parents, np.maximum(parents, 0), axis=1)
+    assert np.any(np.take_along_axis(parents, np.maximum(grandparents, 0), axis=1) > ROOT_INDEX)
+
+
+def test_a_node_needing_the_accurate_pbest_leaves_its_tree_to_the_batched_walk():
+    """A path through a node with a child outside the fast envelope: that tree is
+    flagged and untouched, the others updated."""
+    options = CuriosityOptions()
+    tree = _search(options, native=True, batch_size=3, num_actions=5, num_simulations=12,
+                   log_total_range=(-1.0, 2.0), terminal_fraction=0.0)
+    extras = tree.node_extras
+    depth_two = np.asarray(tree.parents[:, :] > ROOT_INDEX)  # nodes two plies down or more
+    leaf = np.argmax(depth_two, axis=1).astype(np.int32)  # [B], one such node per tree
+    assert np.all(depth_two[np.arange(3), leaf])
+    beliefs = np.asarray(extras.belief).copy()
+    beliefs[0, leaf[0]] = [90.0, 10.0]  # total 100 > best_arm.FAST_MAX_TOTAL
+    updated = (jnp.asarray(beliefs), tree.node_visits, extras.proven, extras.proven_score,
+               extras.proven_length, extras.selection.weights, extras.selection.table)
+    call = jax.jit(functools.partial(native_cpu.native_backup_levels, grid_size=21,
+                                     two_player=True, root_apart=False))
+    out = call(jnp.asarray(leaf), tree.parents, tree.children_index, extras.invalid,
+               extras.value_belief, extras.action_beliefs, jnp.float32(2.5), *updated)
+    *arrays, top_child, fallback = out
+    np.testing.assert_array_equal(fallback, [True, False, False])
+    for new, old in zip(arrays, updated, strict=True):
+        np.testing.assert_array_equal(new[0], old[0])  # the flagged tree: untouched
+    visits = np.asarray(arrays[1]) - np.asarray(tree.node_visits)
+    assert np.all(visits[0] == 0) and np.all(visits[1:, ROOT_INDEX] == 1)
+    parents = np.asarray(tree.parents)
+    for b in range(3):  # top_child: the path's node whose parent is the root
+        node = leaf[b]
+        while parents[b, node] != ROOT_INDEX:
+            node = parents[b, node]
+        assert top_child[b] == node
