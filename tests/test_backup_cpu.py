@@ -46,7 +46,8 @@ def _search(options, *, batch_size, num_actions, num_simulations, log_total_rang
     ("full", (-1.0, 3.5), 0.15, True),        # inside the fast envelope: all native
     ("full", (-1.0, 6.0), 0.15, True),        # many rows outside: trees fall back
     ("incremental", (-1.0, 3.5), 0.1, True),  # the root updated apart
-    ("full", (-1.0, 3.0), 0.15, False),       # one perspective
+    pytest.param("full", (-1.0, 3.0), 0.15, False,  # one perspective
+                 marks=pytest.mark.slow),
 ])
 def test_native_levels_match_the_batched_walk(pbest_updates, log_total_range,
                                               terminal_fraction, two_player):

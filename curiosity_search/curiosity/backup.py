@@ -30,7 +30,7 @@ On the CPU, in the layout most searches use (K = 2, the fast P(best), the
 levels run instead as one native pass that walks each tree's path itself
 (``native_cpu.native_backup_levels``, ``backup_cpu.cc``: the same numbers to float32
 rounding, tests/test_backup_cpu.py); a tree with a node whose P(best) needs the
-accurate method is left to the batched walk (``_native_levels``). The batched walk
+accurate method is left to the batched walk (``_levels_with_native_pass``). The batched walk
 costs mostly dispatch on the CPU: hex5 training's self-play took ~1.4x as long with
 it (results/bench/README.md, 2026-12-06).
 
@@ -375,10 +375,10 @@ def native_levels_apply(tree: Tree, options: CuriosityOptions) -> bool:
 
 
 def _native_levels(tree: Tree, state: tuple, *, kappa: chex.Numeric,
-                   options: CuriosityOptions, root_apart: bool) -> tuple:
+                   options: CuriosityOptions, root_apart: bool) -> tuple[tuple, chex.Array]:
     """``_batched_levels`` by the native pass, one walk per tree (the same numbers to
-    float32 rounding); the trees it flags (a node needing the accurate P(best)) are
-    then walked by the batched levels, run only when some tree needs it."""
+    float32 rounding): the new state and ``fallback [B]``, the trees it left untouched
+    (a node needing the accurate P(best)) for the batched walk."""
     leaf, node_beliefs, visits, proven, scores, lengths, selection = state
     extras = tree.node_extras
     (node_beliefs, visits, proven, scores, lengths, weights, table, top_child,
@@ -387,17 +387,29 @@ def _native_levels(tree: Tree, state: tuple, *, kappa: chex.Numeric,
         extras.action_beliefs, kappa, node_beliefs, visits, proven, scores, lengths,
         selection.weights, selection.table, grid_size=options.grid_size,
         two_player=options.two_player, root_apart=root_apart)
-    state = (top_child, node_beliefs, visits, proven, scores, lengths,
-             selection.replace(weights=weights, table=table))
+    return (top_child, node_beliefs, visits, proven, scores, lengths,
+            selection.replace(weights=weights, table=table)), fallback
 
-    def with_flagged(state: tuple) -> tuple:
+
+def _levels_with_native_pass(tree: Tree, state: tuple, *, kappa: chex.Numeric,
+                             options: CuriosityOptions, root_apart: bool) -> tuple:
+    """The backup levels by the native pass on the CPU (``_native_levels``), the trees
+    it flags then by the batched walk, run only when some tree needs it; on other
+    platforms every tree is flagged (the batched walk, one copy in the program)."""
+    leaf = state[0]
+    native = functools.partial(_native_levels, tree, kappa=kappa, options=options,
+                               root_apart=root_apart)
+    walked, fallback = jax.lax.platform_dependent(
+        state, cpu=native, default=lambda state: (state, jnp.ones(leaf.shape, bool)))
+
+    def with_flagged(walked: tuple) -> tuple:
         # A tree whose leaf is the root is left unchanged by the batched walk.
-        flagged = (jnp.where(fallback, leaf, ROOT_INDEX),) + state[1:]
-        walked = _batched_levels(tree, flagged, kappa=kappa, options=options,
-                                 root_apart=root_apart)
-        return (jnp.where(fallback, walked[0], top_child),) + walked[1:]
+        flagged = (jnp.where(fallback, leaf, ROOT_INDEX),) + walked[1:]
+        batched = _batched_levels(tree, flagged, kappa=kappa, options=options,
+                                  root_apart=root_apart)
+        return (jnp.where(fallback, batched[0], walked[0]),) + batched[1:]
 
-    return jax.lax.cond(jnp.any(fallback), with_flagged, lambda state: state, state)
+    return jax.lax.cond(jnp.any(fallback), with_flagged, lambda walked: walked, walked)
 
 
 def curiosity_backup(
@@ -424,9 +436,8 @@ def curiosity_backup(
     state = (jnp.asarray(leaf_index, jnp.int32), extras.belief, tree.node_visits, extras.proven,
              extras.proven_score, extras.proven_length, extras.selection)
     if native_levels_apply(tree, options):
-        native = functools.partial(_native_levels, tree, kappa=kappa, options=options,
-                                   root_apart=root_apart)
-        state = jax.lax.platform_dependent(state, cpu=native, default=levels)
+        state = _levels_with_native_pass(tree, state, kappa=kappa, options=options,
+                                         root_apart=root_apart)
     else:
         state = levels(state)
     extra_data = tree.extra_data

@@ -372,12 +372,16 @@ def fill_prior_best(
     instead (``native_cpu.native_prior_fill``, the same numbers to float32 rounding);
     the rows it flags (outside the fast kernel's envelope) are then filled here.
     """
-    batched = functools.partial(_batched_prior_fill, options=options)
-    if native_fill_applies(tree.node_extras.action_beliefs.shape[-1], options):
-        native = functools.partial(_native_prior_fill, options=options)
-        return jax.lax.platform_dependent(tree, node_index, needed, cpu=native,
-                                          default=batched)
-    return batched(tree, node_index, needed)
+    if not native_fill_applies(tree.node_extras.action_beliefs.shape[-1], options):
+        return _batched_prior_fill(tree, node_index, needed, options=options)
+    native = functools.partial(_native_prior_fill, options=options)
+    # Elsewhere than on the CPU every needed row is flagged: the batched fill, one copy.
+    tree, flagged = jax.lax.platform_dependent(tree, node_index, needed, cpu=native,
+                                               default=lambda tree, _, needed: (tree, needed))
+    return jax.lax.cond(jnp.any(flagged),
+                        lambda tree: _batched_prior_fill(tree, node_index, flagged,
+                                                         options=options),
+                        lambda tree: tree, tree)
 
 
 def native_fill_applies(num_outcomes: int, options: CuriosityOptions) -> bool:
@@ -411,19 +415,16 @@ def _batched_prior_fill(tree: Tree, node_index: chex.Array, needed: chex.Array, 
 
 
 def _native_prior_fill(tree: Tree, node_index: chex.Array, needed: chex.Array, *,
-                       options: CuriosityOptions) -> Tree:
-    """``fill_prior_best`` by the native pass; its flagged rows by the batched fill, run
-    only when some row needs it."""
+                       options: CuriosityOptions) -> tuple[Tree, chex.Array]:
+    """``fill_prior_best`` by the native pass: the tree and ``flagged [B]``, the needed
+    rows it left unwritten (outside the fast kernel's envelope)."""
     extras = tree.node_extras
-    weights, table, fallback = native_cpu.native_prior_fill(
+    weights, table, flagged = native_cpu.native_prior_fill(
         node_index, needed, extras.action_beliefs, extras.invalid, extras.selection.weights,
         extras.selection.table, grid_size=options.grid_size)
     tree = tree.replace(node_extras=extras.replace(
         selection=extras.selection.replace(weights=weights, table=table)))
-    return jax.lax.cond(jnp.any(fallback),
-                        lambda tree: _batched_prior_fill(tree, node_index, fallback,
-                                                         options=options),
-                        lambda tree: tree, tree)
+    return tree, flagged
 
 
 def wrap_recurrent_fn(recurrent_fn, options: CuriosityOptions):
