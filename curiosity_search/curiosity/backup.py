@@ -144,6 +144,10 @@ def _full_update(tree: Tree, node_beliefs, visits, proven, scores, lengths, tree
     proven [S], score [S], length [S], SelectionCache [S, ...])``, the cache None where
     selection draws from the beliefs (``CuriosityOptions.draws_thompson``).
 
+    ``backup_cpu.cc`` transcribes it (with ``_children``, ``_fresh_mixture``,
+    ``_settle`` and ``nodes.prove``) for the native CPU pass: a change here needs the
+    same change there (tests/test_backup_cpu.py compares the two).
+
     ``report_accurate`` (``CuriosityOptions.compacted_pbest_map``'s ``report``): returns
     ``(state, needs [S] bool)``, the rows whose P(best) needs the accurate method flagged
     for the level's compacted map to recompute.

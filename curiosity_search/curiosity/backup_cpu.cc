@@ -43,9 +43,6 @@ namespace {
 constexpr int32_t kRoot = 0;                // search.tree.ROOT_INDEX
 constexpr int32_t kUnvisited = -1;          // search.tree.UNVISITED
 constexpr int32_t kNoProofLength = -1;      // nodes.NO_PROOF_LENGTH
-constexpr float kFloor = 1e-6f;             // best_arm._CONCENTRATION_FLOOR
-constexpr float kFastMinConcentration = 1e-3f;  // best_arm.FAST_MIN_CONCENTRATION
-constexpr float kFastMaxTotal = 64.0f;          // best_arm.FAST_MAX_TOTAL
 
 struct Arrays {
   int64_t nodes, actions, grid_size;
@@ -132,12 +129,11 @@ bool UpdateNode(const Arrays& t, int64_t tree, int64_t parent, Scratch& s) {
     s.uncertain[a] = uncertain;
     has_uncertain = has_uncertain || uncertain;
     if (exact) best_exact = std::fmax(best_exact, score);
-    const float k0 = uncertain ? std::fmax(c0, kFloor) : 1.0f;
-    const float k1 = uncertain ? std::fmax(c1, kFloor) : 1.0f;
+    const float k0 = uncertain ? std::fmax(c0, kConcentrationFloor) : 1.0f;
+    const float k1 = uncertain ? std::fmax(c1, kConcentrationFloor) : 1.0f;
     s.conc[2 * a] = k0;
     s.conc[2 * a + 1] = k1;
-    inside = inside && (!uncertain || (std::fmin(k0, k1) >= kFastMinConcentration &&
-                                       k0 + k1 <= kFastMaxTotal));
+    inside = inside && (!uncertain || InFastEnvelope(k0, k1));
   }
   const bool fractional = best_exact > 0.0f && best_exact < 1.0f;
   if (!inside || fractional) return false;  // best_arm.needs_accurate

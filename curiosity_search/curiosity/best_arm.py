@@ -486,7 +486,7 @@ def _fast_core(concentrations: Array, valid: Array, grid_size: int) -> Array:
 
 
 def _fast_core_array(concentrations: Array, valid: Array, grid_size: int) -> Array:
-    """``_fast_core`` as an array program, any platform. ``fast_pbest_cpu.cc`` transcribes
+    """``_fast_core`` as an array program, any platform. ``fast_pbest_cpu.h`` transcribes
     it step for step: a change here needs the same change there
     (tests/test_fast_pbest_cpu.py compares the two)."""
     edges = _fast_edges(concentrations[..., 0], concentrations[..., 1], valid, grid_size)

@@ -1,13 +1,14 @@
 // The fast P(best) kernel (best_arm._fast_core_array) as one loop per row, for XLA:CPU.
 //
 // The same quadrature, grid and tails as best_arm._fast_core_array, step for step (read
-// that function first: this file is its transcription). XLA:CPU runs the array program as
-// many fusions that move [rows, arms, 3 (G - 1) + 1] arrays through memory, at 8-12x
-// the cost of its transcendental arithmetic (results/bench/README.md, "The fast P(best)
-// kernel against its own floor"); here each row's arrays stay in L1 and the per-element
+// that function first: fast_pbest_cpu.h is its transcription, the row this file runs
+// over rows). XLA:CPU runs the array program as many fusions that move [rows, arms,
+// 3 (G - 1) + 1] arrays through memory, at 8-12x the cost of its transcendental
+// arithmetic (results/bench/README.md, "The fast P(best) kernel against its own
+// floor"); here each row's arrays stay in L1 and the per-element
 // exp / log run as branch-free polynomials the compiler vectorizes.
 //
-// Built on first use by fast_pbest_cpu.py (g++ -O3 -march=native, against the XLA FFI
+// Built on first use by native_cpu.py (g++ -O3 -march=native, against the XLA FFI
 // headers that ship with jaxlib) and called through jax.ffi.ffi_call.
 //
 // Shapes: concentrations [R, A, 2] (float32, already floored, a stand-in (1, 1) for

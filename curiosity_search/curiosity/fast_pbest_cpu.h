@@ -1,6 +1,8 @@
-// The fast P(best) kernel's row (best_arm._fast_core_array for one row), shared by the
-// native CPU custom calls: fast_pbest_cpu.cc (rows of P(best)) and backup_cpu.cc (the
-// curiosity backup's levels). Read fast_pbest_cpu.cc's opening comment first.
+// The fast P(best) kernel's row (best_arm._fast_core_array for one row, step for step:
+// read that function first, this file is its transcription), shared by the native CPU
+// custom calls: fast_pbest_cpu.cc (rows of P(best)), backup_cpu.cc (the curiosity
+// backup's levels) and prior_fill_cpu.cc (the lazy prior fill). Why native: read
+// fast_pbest_cpu.cc's opening comment.
 
 #ifndef CURIOSITY_SEARCH_FAST_PBEST_CPU_H_
 #define CURIOSITY_SEARCH_FAST_PBEST_CPU_H_
@@ -18,6 +20,14 @@ constexpr float kTail = 20.0f;         // best_arm._FAST_TAIL
 constexpr float kLimit = 1e4f;         // best_arm._FAST_LIMIT
 constexpr float kRangeSigmas = 4.0f;   // best_arm._FAST_RANGE_SIGMAS
 constexpr float kGridStep = 0.25f;     // best_arm._FAST_GRID_STEP
+constexpr float kConcentrationFloor = 1e-6f;    // best_arm._CONCENTRATION_FLOOR
+constexpr float kFastMinConcentration = 1e-3f;  // best_arm.FAST_MIN_CONCENTRATION
+constexpr float kFastMaxTotal = 64.0f;          // best_arm.FAST_MAX_TOTAL
+
+// best_arm.in_fast_envelope for one arm's floored concentrations.
+inline bool InFastEnvelope(float alpha, float beta) {
+  return std::fmin(alpha, beta) >= kFastMinConcentration && alpha + beta <= kFastMaxTotal;
+}
 
 inline float AsFloat(int32_t bits) {
   float value;

@@ -28,9 +28,6 @@ namespace ffi = xla::ffi;
 
 namespace {
 
-constexpr float kFloor = 1e-6f;                 // best_arm._CONCENTRATION_FLOOR
-constexpr float kFastMinConcentration = 1e-3f;  // best_arm.FAST_MIN_CONCENTRATION
-constexpr float kFastMaxTotal = 64.0f;          // best_arm.FAST_MAX_TOTAL
 constexpr int64_t kMinTreesPerChunk = 32;
 
 // P(best) over the legal arms of one row of priors into `out` ([A]); false (out
@@ -40,11 +37,9 @@ bool PriorRow(const float* priors, const bool* invalid, int actions, int grid_si
               float* out) {
   for (int a = 0; a < actions; ++a) {
     legal[a] = !invalid[a];
-    const float k0 = legal[a] ? std::fmax(priors[2 * a], kFloor) : 1.0f;
-    const float k1 = legal[a] ? std::fmax(priors[2 * a + 1], kFloor) : 1.0f;
-    if (legal[a] && !(std::fmin(k0, k1) >= kFastMinConcentration && k0 + k1 <= kFastMaxTotal)) {
-      return false;
-    }
+    const float k0 = legal[a] ? std::fmax(priors[2 * a], kConcentrationFloor) : 1.0f;
+    const float k1 = legal[a] ? std::fmax(priors[2 * a + 1], kConcentrationFloor) : 1.0f;
+    if (legal[a] && !InFastEnvelope(k0, k1)) return false;
     conc[2 * a] = k0;
     conc[2 * a + 1] = k1;
   }
