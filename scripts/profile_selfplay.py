@@ -66,7 +66,7 @@ COMPONENTS = (
     ("curiosity_search/search/", "search_kernel"),
     ("curiosity_search/train/", "selfplay"),
 )
-_CONTAINER = re.compile(r"\b(while|conditional|call)\(")
+_CONTAINER = re.compile(r"(?<![\w-])(while|conditional|call)\(")  # not custom-call(
 _INSTRUCTION = re.compile(r"^\s*(?:ROOT )?%?([\w.\-]+) = (.*)$")
 
 
