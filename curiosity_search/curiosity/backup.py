@@ -61,6 +61,7 @@ from curiosity_search.curiosity.nodes import (
     DEFAULT_OPTIONS,
     CuriosityExtraData,
     CuriosityOptions,
+    native_fill_applies,
     prove,
 )
 from curiosity_search.curiosity.selection_cache import (
@@ -370,13 +371,10 @@ def _batched_levels(tree: Tree, state: tuple, *, kappa: chex.Numeric,
 def native_levels_apply(tree: Tree, options: CuriosityOptions) -> bool:
     """Whether the backup's levels can run as the native CPU pass
     (``native_cpu.native_backup_levels``): the native library is available and the
-    search uses the layout it serves (K = 2, the ``fast`` P(best), the ``"average"``
-    summary, selection from cached tables). Static."""
-    num_outcomes = tree.node_extras.belief.shape[-1]
-    return (num_outcomes == 2 and options.pbest_method == "fast"
-            and options.belief_summary == "average"
-            and not options.draws_thompson(num_outcomes)
-            and native_cpu.native_available())
+    search uses the layout it serves: the prior fill's (``nodes.native_fill_applies``)
+    with the ``"average"`` summary. Static."""
+    return (options.belief_summary == "average"
+            and native_fill_applies(tree.node_extras.belief.shape[-1], options))
 
 
 def _native_levels(tree: Tree, state: tuple, *, kappa: chex.Numeric,

@@ -8,9 +8,9 @@ arithmetic's speed; each has a native transcription, called through ``jax.ffi``:
   ``best_arm._fast_core_array``. XLA:CPU runs that array program as many fusions that
   move ``[rows, arms, 3 (G - 1) + 1]`` arrays through memory, at 8-12x the cost of its
   arithmetic (results/bench/README.md, "The fast P(best) kernel against its own
-  floor"); the native kernel is the same
-  computation, step for step, as one loop per row over blocks of 16 arms (one per
-  vector lane), with polynomial ``exp`` / ``log`` the compiler vectorizes. Its numbers
+  floor"); the native kernel is the same computation, step for step, as one loop per
+  row over blocks of 16 arms (one per vector lane), with polynomial ``exp`` / ``log``
+  the compiler vectorizes. Its numbers
   match the array program's to float32 rounding (~1e-5 relative on P(best);
   tests/test_fast_pbest_cpu.py), so the P(best) *method* is unchanged.
 - ``backup_cpu.cc``: the curiosity backup's levels (``backup._level``) in the layout
