@@ -1,6 +1,7 @@
-"""The native CPU passes of a curiosity search (the backup levels, curiosity/backup_cpu.cc,
-and the lazy prior fill, curiosity/prior_fill_cpu.cc) against the XLA programs they
-replace (``backup._batched_levels``, ``nodes._batched_prior_fill``), which the
+"""The native CPU passes of a curiosity search (the backup levels and the root's in-place
+incremental update, curiosity/backup_cpu.cc, and the lazy prior fill,
+curiosity/prior_fill_cpu.cc) against the XLA programs they replace
+(``backup._batched_levels``, ``backup._root_in_place``, ``nodes._batched_prior_fill``), which the
 kernel-vs-reference tests check against the slow reference search: same trees, visit
 counts, proofs; beliefs and selection rows to float32 rounding."""
 
@@ -32,6 +33,8 @@ def _search(options, *, batch_size, num_actions, num_simulations, log_total_rang
                                num_simulations=num_simulations, kappa=2.5, options=options)
     args = (None, jax.random.PRNGKey(4), root)
     targets = (native_cpu.BACKUP_TARGET, native_cpu.PRIOR_FILL_TARGET)
+    if options.pbest_updates == "incremental":
+        targets += (native_cpu.ROOT_UPDATE_TARGET,)
     if native:
         lowered = jax.jit(policy).lower(*args, invalid_actions=jnp.asarray(invalid))
         assert all(target in lowered.as_text() for target in targets)
@@ -46,6 +49,7 @@ def _search(options, *, batch_size, num_actions, num_simulations, log_total_rang
     ("full", (-1.0, 3.5), 0.15, True),        # inside the fast envelope: all native
     ("full", (-1.0, 6.0), 0.15, True),        # many rows outside: trees fall back
     ("incremental", (-1.0, 3.5), 0.1, True),  # the root updated apart
+    ("incremental", (-1.0, 6.0), 0.15, True),  # roots outside the envelope: rebuilds
     pytest.param("full", (-1.0, 3.0), 0.15, False,  # one perspective
                  marks=pytest.mark.slow),
 ])
@@ -65,6 +69,24 @@ def test_native_levels_match_the_batched_walk(pbest_updates, log_total_range,
     np.testing.assert_allclose(extras.belief, expected.belief, rtol=1e-4, atol=1e-6)
     np.testing.assert_allclose(extras.selection.table, expected.selection.table, atol=2e-5)
     np.testing.assert_array_equal(extras.selection.weights, expected.selection.weights)
+    if pbest_updates == "incremental":  # the root's cache (nodes.CuriosityExtraData)
+        root, expected_root = native.extra_data.root_selection, batched.extra_data.root_selection
+        np.testing.assert_array_equal(root.arms_valid, expected_root.arms_valid)
+        np.testing.assert_array_equal(root.current, expected_root.current)
+        np.testing.assert_allclose(root.arms, expected_root.arms, rtol=1e-4, atol=1e-6)
+        np.testing.assert_allclose(root.aggregates.edges, expected_root.aggregates.edges,
+                                   rtol=1e-5)
+        # The stored terms are the fast kernel's, whose lowest sub-nodes divide by the
+        # mass below the grid, a difference of sums near 1 (its rounding differs between
+        # the two programs, and between a one-arm and a whole-row call of the XLA one):
+        # compare the selection distribution they encode, P(best), as issue 11 bounds it.
+        def selection(cache):
+            table = np.asarray(cache.table, np.float64)
+            columns = table / np.maximum(table.sum(axis=1, keepdims=True), 1e-30)
+            probability = np.einsum("bs,bas->ba", np.asarray(cache.weights), columns)
+            return probability / probability.sum(axis=-1, keepdims=True)
+
+        np.testing.assert_allclose(selection(root), selection(expected_root), atol=1e-4)
     # The searches are not trivial: proofs above the leaves and deep paths.
     has_children = np.any(np.asarray(native.children_index) >= 0, axis=-1)
     assert np.any(np.asarray(extras.proven) & has_children)

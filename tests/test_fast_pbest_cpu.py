@@ -1,5 +1,6 @@
 """The native CPU kernel of the fast P(best) (curiosity/fast_pbest_cpu.cc) against the
-array program it transcribes (best_arm._fast_core_array), in every regime of
+array programs it transcribes (best_arm._fast_core_array, best_arm._fast_aggregates_array),
+in every regime of
 issue 11's accuracy list that the fast kernel serves, at the block edges of its 16-arm
 lanes, on other grids and under vmap; and the build's fallback and switch.
 
@@ -70,6 +71,51 @@ def test_native_kernel_matches_the_array_program(regime):
         assert np.all(native[~valid] == 0.0) and np.all(native[0] == 0.0)
         np.testing.assert_allclose(_normalized(native), _normalized(array), atol=2e-5,
                                    err_msg=f"{regime}, {arms} arms")
+
+
+def _selection_probability(aggregates, table) -> np.ndarray:
+    """P(best) ``[rows, A]`` that the two-stage selection draw over ``fast_selection``'s
+    stages and the arms' stored ``table`` encodes (``beliefs.two_stage_index``)."""
+    weights = np.asarray(best_arm.fast_selection(aggregates), np.float64)
+    table = np.asarray(table, np.float64)
+    columns = table / np.maximum(table.sum(axis=-2, keepdims=True), 1e-300)
+    return _normalized(np.einsum("rs,ras->ra", weights, columns))
+
+
+@needs_native
+@pytest.mark.parametrize("regime", ["random", "far_below_one", "sharp_vs_flat", "identical",
+                                    "one_legal", "masked"])
+def test_native_aggregates_match_the_array_program(regime):
+    """``best_arm.fast_aggregates`` (an incremental root's cache) by the native kernel
+    against its array program: the same grid, the same P(best) through the selection
+    draw's two stages and the same mixture, at the lane-block edges. (Single stored
+    terms at the grid's lowest sub-nodes divide by the mass below the grid, a
+    difference of sums near 1 whose rounding differs between the two; what they
+    encode is compared.)"""
+    for arms in (1, 15, 16, 17, 26, 122):
+        conc, valid = _rows(regime, 48, arms, 2)
+        lowered = jax.jit(best_arm.fast_aggregates).lower(conc, valid)
+        assert native_cpu.AGGREGATES_TARGET in lowered.as_text()
+        native, native_table, native_logs = lowered.compile()(conc, valid)
+        array, array_table, _ = jax.jit(best_arm._fast_aggregates_array, static_argnums=2)(
+            conc, valid, 21)
+        message = f"{regime}, {arms} arms"
+        np.testing.assert_allclose(native.edges, array.edges, rtol=1e-6, atol=1e-6,
+                                   err_msg=message)
+        np.testing.assert_array_equal(np.asarray(native_table)[~valid], 0.0)
+        np.testing.assert_array_equal(np.asarray(native_logs)[~valid], 0.0)
+        inside = valid.any(-1)
+        np.testing.assert_allclose(_selection_probability(native, native_table)[inside],
+                                   _selection_probability(array, array_table)[inside],
+                                   atol=2e-5, err_msg=message)
+        # ... which is the kernel's P(best) itself.
+        np.testing.assert_allclose(
+            _selection_probability(native, native_table)[inside],
+            _normalized(np.asarray(best_arm._fast_core_array(conc, valid, 21)))[inside],
+            atol=2e-5, err_msg=message)
+        np.testing.assert_allclose(best_arm.fast_mixture(native)[inside],
+                                   best_arm.fast_mixture(array)[inside], rtol=1e-4,
+                                   atol=1e-5, err_msg=message)
 
 
 @needs_native

@@ -84,8 +84,9 @@ def _counting(counts: collections.Counter) -> Callable[..., Any]:
 
 @contextlib.contextmanager
 def without_native_passes() -> Iterator[None]:
-    """Inside: curiosity searches traced run their backup levels and lazy prior fills as
-    the batched XLA programs, not as the native CPU passes (``curiosity.native_cpu``)."""
+    """Inside: curiosity searches traced run their backup levels, root updates and lazy
+    prior fills as the batched XLA programs, not as the native CPU passes
+    (``curiosity.native_cpu``)."""
     with mock.patch.object(backup, "native_levels_apply", lambda tree, options: False), \
             mock.patch.object(nodes, "native_fill_applies", lambda num_outcomes, options: False):
         yield

@@ -41,7 +41,9 @@ the loop stops below the root and the root is updated apart, for every tree at o
 aggregates, updated for the one child that changed (``_incremental_update``); a root
 whose grid moved, that left the fast envelope or that is proven by this update is
 rebuilt in full (``_rebuilt_update``), in a compacted pass run only when some tree needs
-it (``selection_cache``).
+it (``selection_cache``). On the CPU, in the native passes' layout, the in-place part
+runs as a native pass too (``native_cpu.native_root_update``, ``backup_cpu.cc``), and the
+aggregates of a rebuild (``best_arm.fast_aggregates``) come from the native kernel.
 
 Shapes: ``B`` batch, ``N`` nodes, ``A`` actions, ``K`` outcomes, ``S`` slots.
 """
@@ -281,6 +283,89 @@ def _level(tree: Tree, state: tuple, *, kappa: chex.Numeric, options: CuriosityO
     )
 
 
+def _keep_where(mask: chex.Array, new, old):
+    """``new`` where ``mask [B]``, else ``old`` (pytrees of ``[B, ...]`` arrays)."""
+    return jax.tree_util.tree_map(
+        lambda n, o: jnp.where(mask.reshape(mask.shape + (1,) * (o.ndim - 1)), n, o), new, old)
+
+
+def _root_in_place(tree: Tree, state: tuple, root_selection: SelectionCache, *,
+                   kappa: chex.Numeric, options: CuriosityOptions):
+    """The root's visit and its in-place update (``_incremental_update``) for every tree
+    whose path reached one of its children (``child [B]``; the root itself: a skipped
+    simulation), as array programs, no compaction (almost every tree takes part).
+
+    Returns the state (the root's belief and proof written where it was updated in
+    place), the root caches ``[B, ...]`` and ``rebuild [B]``: the trees whose root
+    cannot be updated in place (its grid moved, it left the fast envelope, or this
+    update proves it), where only the visit is written.
+    """
+    child, node_beliefs, visits, proven, scores, lengths, selection = state
+    batch = jnp.arange(child.shape[0])
+    active = child != ROOT_INDEX
+    nowhere = tree.node_visits.shape[1]  # a dropped write
+    visits = visits.at[batch, jnp.where(active, ROOT_INDEX, nowhere)].add(1, mode="drop")
+    arm = jnp.maximum(tree.action_from_parent[batch, child], 0)  # skipped: 0, never written
+    cache = root_selection.replace(table=root_selection.table[batch, arm],
+                                   logs=root_selection.logs[batch, arm])
+    (belief, is_proven, score, length, weights, aggregates, terms, log_terms, arm_belief,
+     arm_valid, ok) = _incremental_update(_without_tables(tree), cache, arm, node_beliefs,
+                                          visits, proven, scores, lengths, batch, child,
+                                          kappa=kappa, options=options)
+    in_place = active & ok
+    root_selection = root_selection.replace(
+        weights=_keep_where(in_place, weights, root_selection.weights),
+        table=root_selection.table.at[batch, arm].set(
+            _keep_where(in_place, terms, cache.table)),
+        logs=root_selection.logs.at[batch, arm].set(
+            _keep_where(in_place, log_terms, cache.logs)),
+        aggregates=_keep_where(in_place, aggregates, root_selection.aggregates),
+        arms=root_selection.arms.at[batch, arm].set(
+            _keep_where(in_place, arm_belief, root_selection.arms[batch, arm])),
+        arms_valid=root_selection.arms_valid.at[batch, arm].set(
+            _keep_where(in_place, arm_valid, root_selection.arms_valid[batch, arm])),
+    )
+    write_at = jnp.where(in_place, ROOT_INDEX, nowhere)
+    state = (child,
+             node_beliefs.at[batch, write_at].set(belief, mode="drop"),
+             visits,
+             proven.at[batch, write_at].set(is_proven, mode="drop"),
+             scores.at[batch, write_at].set(score, mode="drop"),
+             lengths.at[batch, write_at].set(length, mode="drop"),
+             selection)
+    return state, root_selection, active & ~ok
+
+
+def _native_root_in_place(tree: Tree, state: tuple, root_selection: SelectionCache, *,
+                          kappa: chex.Numeric, options: CuriosityOptions):
+    """``_root_in_place`` by the native pass (``native_cpu.native_root_update``,
+    ``backup_cpu.cc``: the same numbers to float32 rounding, tests/test_backup_cpu.py),
+    one loop per tree instead of some fifty small XLA ops per simulation."""
+    child, node_beliefs, visits, proven, scores, lengths, selection = state
+    extras = tree.node_extras
+    aggregates = root_selection.aggregates
+    updated = (node_beliefs, visits, proven, scores, lengths, root_selection.weights,
+               root_selection.table, root_selection.logs, root_selection.arms,
+               root_selection.arms_valid, aggregates.edges, aggregates.log_total,
+               aggregates.zeros, aggregates.ratio_sum, aggregates.vector_sum,
+               aggregates.lower_log, aggregates.rate_sum, aggregates.rate_vector)
+    arrays, rebuild = native_cpu.native_root_update(
+        child, tree.action_from_parent, root_selection.current, tree.children_index,
+        extras.invalid, extras.value_belief, extras.action_beliefs, kappa, updated,
+        grid_size=options.grid_size, two_player=options.two_player)
+    (node_beliefs, visits, proven, scores, lengths, weights, table, logs, arms, arms_valid,
+     edges, log_total, zeros, ratio_sum, vector_sum, lower_log, rate_sum,
+     rate_vector) = arrays
+    root_selection = root_selection.replace(
+        weights=weights, table=table, logs=logs, arms=arms, arms_valid=arms_valid,
+        aggregates=aggregates.replace(
+            edges=edges, log_total=log_total, zeros=zeros, ratio_sum=ratio_sum,
+            vector_sum=vector_sum, lower_log=lower_log, rate_sum=rate_sum,
+            rate_vector=rate_vector))
+    return (child, node_beliefs, visits, proven, scores, lengths, selection), root_selection, \
+        rebuild
+
+
 def _rebuild_slots(options: CuriosityOptions, batch_size: int) -> tuple[int, ...]:
     """Compaction slot sizes for the root rebuilds: ``B / 64`` and ``B / 8`` unless the
     options fix the sizes. Few trees rebuild in one simulation (hex5 training, B = 512:
@@ -296,66 +381,40 @@ def _root_update(tree: Tree, state: tuple, root_selection: SelectionCache, *,
     one of its children (``child [B]``; the root itself: a skipped simulation).
 
     Every such tree updates its root's aggregates for the one child that changed
-    (``_incremental_update``, no compaction: almost every tree takes part); the trees
-    whose root cannot be updated in place (its grid moved, or it left the fast
-    envelope) are rebuilt in a compacted pass (``_rebuild_slots``) run only when some
-    tree needs it (a batch-wide pass, one copy in the program instead of one per slot
-    size, made hex5 training 1.9x slower: some tree rebuilds in most simulations there).
+    (``_root_in_place``; on the CPU, in the native passes' layout,
+    ``_native_root_in_place``); the trees whose root cannot be updated in place are
+    rebuilt in a compacted pass (``_rebuild_slots``) run only when some tree needs it (a
+    batch-wide pass, one copy in the program instead of one per slot size, made hex5
+    training 1.9x slower: some tree rebuilds in most simulations there).
     Returns the state and the new root caches ``[B, ...]``.
     """
+    in_place = functools.partial(_root_in_place, tree, kappa=kappa, options=options)
+    if native_levels_apply(tree, options):
+        native = functools.partial(_native_root_in_place, tree, kappa=kappa, options=options)
+        state, root_selection, rebuild = jax.lax.platform_dependent(
+            state, root_selection, cpu=native, default=in_place)
+    else:
+        state, root_selection, rebuild = in_place(state, root_selection)
     child, node_beliefs, visits, proven, scores, lengths, selection = state
     batch = jnp.arange(child.shape[0])
-    active = child != ROOT_INDEX
-    root_at = jnp.where(active, ROOT_INDEX, tree.node_visits.shape[1])  # inactive: dropped
-    visits = visits.at[batch, root_at].add(1, mode="drop")
-    arrays = (node_beliefs, visits, proven, scores, lengths)
-    small = _without_tables(tree)
-    arm = jnp.maximum(tree.action_from_parent[batch, child], 0)  # skipped: 0, never written
-    cache = root_selection.replace(table=root_selection.table[batch, arm],
-                                   logs=root_selection.logs[batch, arm])
-    (belief, is_proven, score, length, weights, aggregates, terms, log_terms, arm_belief,
-     arm_valid, ok) = _incremental_update(small, cache, arm, *arrays, batch, child,
-                                          kappa=kappa, options=options)
-    in_place = active & ok
+    rebuilt = functools.partial(_rebuilt_update, _without_tables(tree), node_beliefs, visits,
+                                proven, scores, lengths, kappa=kappa, options=options)
 
-    def keep_where(mask, new, old):
-        return jax.tree_util.tree_map(
-            lambda n, o: jnp.where(mask.reshape(mask.shape + (1,) * (o.ndim - 1)), n, o),
-            new, old)
-
-    root_selection = root_selection.replace(
-        weights=keep_where(in_place, weights, root_selection.weights),
-        table=root_selection.table.at[batch, arm].set(
-            keep_where(in_place, terms, cache.table)),
-        logs=root_selection.logs.at[batch, arm].set(
-            keep_where(in_place, log_terms, cache.logs)),
-        aggregates=keep_where(in_place, aggregates, root_selection.aggregates),
-        arms=root_selection.arms.at[batch, arm].set(
-            keep_where(in_place, arm_belief, root_selection.arms[batch, arm])),
-        arms_valid=root_selection.arms_valid.at[batch, arm].set(
-            keep_where(in_place, arm_valid, root_selection.arms_valid[batch, arm])),
-    )
-    rebuild = active & ~ok
-    rebuilt = functools.partial(_rebuilt_update, small, *arrays, kappa=kappa, options=options)
-
-    def with_rebuilds(root_selection, belief, is_proven, score, length):
-        full_belief, full_proven, full_score, full_length, cache = compacted_map(
+    def with_rebuilds(root_selection, node_beliefs, proven, scores, lengths):
+        belief, is_proven, score, length, cache = compacted_map(
             rebuilt, rebuild, batch, child, slots=_rebuild_slots(options, batch.shape[0]))
-        return (keep_where(rebuild, cache, root_selection),
-                *keep_where(rebuild, (full_belief, full_proven, full_score, full_length),
-                            (belief, is_proven, score, length)))
+        write_at = jnp.where(rebuild, ROOT_INDEX, tree.node_visits.shape[1])
+        return (_keep_where(rebuild, cache, root_selection),
+                node_beliefs.at[batch, write_at].set(belief, mode="drop"),
+                proven.at[batch, write_at].set(is_proven, mode="drop"),
+                scores.at[batch, write_at].set(score, mode="drop"),
+                lengths.at[batch, write_at].set(length, mode="drop"))
 
     # Most simulations rebuild no root: skip even the rebuild's bookkeeping then.
-    root_selection, belief, is_proven, score, length = jax.lax.cond(
+    root_selection, node_beliefs, proven, scores, lengths = jax.lax.cond(
         jnp.any(rebuild), with_rebuilds, lambda *carried: carried,
-        root_selection, belief, is_proven, score, length)
-    state = (child,
-             node_beliefs.at[batch, root_at].set(belief, mode="drop"),
-             visits,
-             proven.at[batch, root_at].set(is_proven, mode="drop"),
-             scores.at[batch, root_at].set(score, mode="drop"),
-             lengths.at[batch, root_at].set(length, mode="drop"),
-             selection)
+        root_selection, node_beliefs, proven, scores, lengths)
+    state = (child, node_beliefs, visits, proven, scores, lengths, selection)
     return state, root_selection
 
 

@@ -1,6 +1,8 @@
 // The curiosity backup's levels (backup._level / backup._full_update) as one native pass
 // per tree, for XLA:CPU, in the layout they serve: K = 2, the fast P(best), the
-// "average" mixture, selection from a cached table.
+// "average" mixture, selection from a cached table; and the in-place update of a root
+// that keeps the incremental layout (backup._root_in_place, CuriosityRootUpdate at the
+// end of this file).
 //
 // The batched backup (backup.py) walks every tree's path one level per iteration of a
 // while_loop, each level a few dozen small XLA ops on compacted slots; on the CPU most
@@ -17,8 +19,8 @@
 // tree is left untouched (every write undone) and flagged, and backup.py runs the
 // batched XLA backup on the flagged trees.
 //
-// Shapes (B trees, N nodes, A actions; every array as the Tree and CuriosityExtras hold
-// it): leaf [B] int32, parents [B, N] int32, children [B, N, A] int32, invalid [B, N, A]
+// Shapes of the levels' pass (B trees, N nodes, A actions; every array as the Tree and
+// CuriosityExtras hold it; the root update's are at its handler): leaf [B] int32, parents [B, N] int32, children [B, N, A] int32, invalid [B, N, A]
 // bool, value_belief [B, N, 2], action_beliefs [B, N, A, 2], kappa [] f32; updated in
 // place (aliased): belief [B, N, 2] f32, visits [B, N] int32, proven [B, N] bool,
 // score [B, N] f32, length [B, N] int32, stage weights [B, N, 1] f32, table [B, N, A, 1]
@@ -88,19 +90,23 @@ struct Scratch {
   }
 };
 
-// backup._full_update for node `parent` of the tree whose arrays start at `tree`
-// offsets: its new belief, proof and selection row, written in place. False (nothing
-// written) where its P(best) needs the accurate method.
-bool UpdateNode(const Arrays& t, int64_t tree, int64_t parent, Scratch& s) {
+// A node's children from its mover's view (backup._children and best_arm._prepared_rows),
+// into the scratch: their parameter vectors, proofs, scores, lengths, which are exact
+// (proven) or uncertain (legal, unproven), the kernel's floored concentrations.
+struct Children {
+  int32_t evidence = 0;      // the expanded children's visits
+  float best_exact = -INFINITY;
+  bool inside = true;        // every uncertain child in the fast envelope
+  bool has_uncertain = false;
+};
+
+Children GatherChildren(const Arrays& t, int64_t tree, int64_t parent, Scratch& s) {
   const int64_t A = t.actions;
   const int64_t node = tree * t.nodes + parent;
   const int32_t* children = t.children + node * A;
   const bool* invalid = t.invalid + node * A;
   const float* priors = t.action_beliefs + node * A * 2;
-  float best_exact = -INFINITY;
-  bool inside = true, has_uncertain = false;
-  int32_t evidence = 0;
-  // backup._children and best_arm._prepared_rows.
+  Children kids;
   for (int64_t a = 0; a < A; ++a) {
     const int32_t index = children[a];
     const bool expanded = index != kUnvisited;
@@ -110,7 +116,7 @@ bool UpdateNode(const Arrays& t, int64_t tree, int64_t parent, Scratch& s) {
       const float* searched = t.belief + child * 2;
       c0 = t.two_player ? searched[1] : searched[0];
       c1 = t.two_player ? searched[0] : searched[1];
-      evidence += t.visits[child];
+      kids.evidence += t.visits[child];
     } else {
       c0 = priors[2 * a];
       c1 = priors[2 * a + 1];
@@ -127,16 +133,84 @@ bool UpdateNode(const Arrays& t, int64_t tree, int64_t parent, Scratch& s) {
     const bool uncertain = legal && !exact;
     s.exact[a] = exact;
     s.uncertain[a] = uncertain;
-    has_uncertain = has_uncertain || uncertain;
-    if (exact) best_exact = std::fmax(best_exact, score);
+    kids.has_uncertain = kids.has_uncertain || uncertain;
+    if (exact) kids.best_exact = std::fmax(kids.best_exact, score);
     const float k0 = uncertain ? std::fmax(c0, kConcentrationFloor) : 1.0f;
     const float k1 = uncertain ? std::fmax(c1, kConcentrationFloor) : 1.0f;
     s.conc[2 * a] = k0;
     s.conc[2 * a + 1] = k1;
-    inside = inside && (!uncertain || InFastEnvelope(k0, k1));
+    kids.inside = kids.inside && (!uncertain || InFastEnvelope(k0, k1));
   }
+  return kids;
+}
+
+// A node's proof from its children's (nodes.prove).
+struct Proof {
+  bool proven;
+  float score;
+  int32_t length;
+};
+
+Proof Prove(const Arrays& t, const bool* invalid, const Scratch& s) {
+  const int64_t A = t.actions;
+  bool any_win = false, all_proven = true, any_legal = false;
+  float best = -1.0f;
+  for (int64_t a = 0; a < A; ++a) {
+    const bool proven = s.child_proven[a];
+    any_win = any_win || (proven && s.child_score[a] >= 1.0f);
+    all_proven = all_proven && (proven || invalid[a]);
+    any_legal = any_legal || !invalid[a];
+    if (proven) best = std::fmax(best, s.child_score[a]);
+  }
+  all_proven = all_proven && any_legal;
+  int32_t shortest = std::numeric_limits<int32_t>::max(), longest = -1;
+  for (int64_t a = 0; a < A; ++a) {
+    if (s.child_proven[a] && s.child_score[a] >= best) {
+      shortest = std::min(shortest, s.child_length[a]);
+      longest = std::max(longest, s.child_length[a]);
+    }
+  }
+  Proof proof;
+  proof.proven = any_win || all_proven;
+  proof.score = proof.proven ? (any_win ? 1.0f : best) : 0.0f;
+  proof.length = proof.proven ? 1 + (best <= 0.0f ? longest : shortest) : kNoProofLength;
+  return proof;
+}
+
+// backup._settle: the node's C = (1 - gamma) V + gamma Qbar from its children's
+// mixture, or the exact belief of a proof; a node proven before keeps its state.
+void Settle(const Arrays& t, int64_t node, float mixture0, float mixture1, int32_t evidence,
+            const Proof& proof) {
+  if (t.proven[node]) return;
+  const float n = static_cast<float>(evidence);
+  const float denominator = t.kappa + n;
+  const float gamma = denominator > 0.0f ? n / denominator : 0.0f;
+  const float* value = t.value_belief + node * 2;
+  const float b0 = (1.0f - gamma) * value[0] + gamma * mixture0;
+  const float b1 = (1.0f - gamma) * value[1] + gamma * mixture1;
+  if (proof.proven) {
+    const float node_total = b0 + b1;
+    t.belief[node * 2] = node_total * proof.score;
+    t.belief[node * 2 + 1] = node_total * (1.0f - proof.score);
+  } else {
+    t.belief[node * 2] = b0;
+    t.belief[node * 2 + 1] = b1;
+  }
+  t.proven[node] = proof.proven;
+  t.score[node] = proof.score;
+  t.length[node] = proof.length;
+}
+
+// backup._full_update for node `parent` of the tree whose arrays start at `tree`
+// offsets: its new belief, proof and selection row, written in place. False (nothing
+// written) where its P(best) needs the accurate method.
+bool UpdateNode(const Arrays& t, int64_t tree, int64_t parent, Scratch& s) {
+  const int64_t A = t.actions;
+  const int64_t node = tree * t.nodes + parent;
+  const Children kids = GatherChildren(t, tree, parent, s);
+  const float best_exact = kids.best_exact;
   const bool fractional = best_exact > 0.0f && best_exact < 1.0f;
-  if (!inside || fractional) return false;  // best_arm.needs_accurate
+  if (!kids.inside || fractional) return false;  // best_arm.needs_accurate
 
   // P(best): the fast kernel on the uncertain children, then best_arm._combine's
   // exact-arm rules (K = 2: exact scores are 0 or 1, no exact share).
@@ -149,7 +223,7 @@ bool UpdateNode(const Arrays& t, int64_t tree, int64_t parent, Scratch& s) {
     total += s.uncertain[a] ? s.probability[a] : 0.0f;
   }
   const float tie_weight = 1.0f / static_cast<float>(std::max(num_tops, 1));
-  const bool tied = best_exact >= 1.0f || !has_uncertain;
+  const bool tied = best_exact >= 1.0f || !kids.has_uncertain;
   for (int64_t a = 0; a < A; ++a) {
     const float tie = (s.exact[a] && s.child_score[a] >= best_exact) ? tie_weight : 0.0f;
     const float own = s.uncertain[a] ? s.probability[a] : 0.0f;
@@ -173,50 +247,7 @@ bool UpdateNode(const Arrays& t, int64_t tree, int64_t parent, Scratch& s) {
     mixture0 += w * v0;
     mixture1 += w * v1;
   }
-
-  // nodes.prove.
-  bool any_win = false, all_proven = true, any_legal = false;
-  float best = -1.0f;
-  for (int64_t a = 0; a < A; ++a) {
-    const bool proven = s.child_proven[a];
-    any_win = any_win || (proven && s.child_score[a] >= 1.0f);
-    all_proven = all_proven && (proven || invalid[a]);
-    any_legal = any_legal || !invalid[a];
-    if (proven) best = std::fmax(best, s.child_score[a]);
-  }
-  all_proven = all_proven && any_legal;
-  int32_t shortest = std::numeric_limits<int32_t>::max(), longest = -1;
-  for (int64_t a = 0; a < A; ++a) {
-    if (s.child_proven[a] && s.child_score[a] >= best) {
-      shortest = std::min(shortest, s.child_length[a]);
-      longest = std::max(longest, s.child_length[a]);
-    }
-  }
-  const bool node_proven = any_win || all_proven;
-  const float node_score = node_proven ? (any_win ? 1.0f : best) : 0.0f;
-  const int32_t node_length =
-      node_proven ? 1 + (best <= 0.0f ? longest : shortest) : kNoProofLength;
-
-  // backup._settle: C = (1 - gamma) V + gamma Qbar, or the exact belief of a proof.
-  if (!t.proven[node]) {
-    const float n = static_cast<float>(evidence);
-    const float denominator = t.kappa + n;
-    const float gamma = denominator > 0.0f ? n / denominator : 0.0f;
-    const float* value = t.value_belief + node * 2;
-    const float b0 = (1.0f - gamma) * value[0] + gamma * mixture0;
-    const float b1 = (1.0f - gamma) * value[1] + gamma * mixture1;
-    if (node_proven) {
-      const float node_total = b0 + b1;
-      t.belief[node * 2] = node_total * node_score;
-      t.belief[node * 2 + 1] = node_total * (1.0f - node_score);
-    } else {
-      t.belief[node * 2] = b0;
-      t.belief[node * 2 + 1] = b1;
-    }
-    t.proven[node] = node_proven;
-    t.score[node] = node_score;
-    t.length[node] = node_length;
-  }
+  Settle(t, node, mixture0, mixture1, kids.evidence, Prove(t, t.invalid + node * A, s));
   // selection_cache.from_probability: the full layout's one stage.
   t.weights[node] = 1.0f;
   std::memcpy(t.table + node * A, s.probability.data(), sizeof(float) * A);
@@ -269,6 +300,123 @@ bool Walk(const Arrays& t, int64_t tree, int32_t leaf, Scratch& s) {
     child = parent;
   }
   return true;
+}
+
+// The root's incremental selection cache (selection_cache.SelectionCache, incremental
+// layout; nodes.CuriosityExtraData), [B, ...] arrays: W = S + 1 stored terms per arm.
+struct RootCache {
+  int64_t stages;           // W
+  const bool* current;      // [B]
+  float* weights;           // [B, W]
+  float* table;             // [B, A, W]
+  float* logs;              // [B, A, W]
+  float* arms;              // [B, A, 2]
+  bool* arms_valid;         // [B, A]
+  float* edges;             // [B, G]
+  float* log_total;         // [B, S]
+  float* zeros;             // [B, S]
+  float* ratio_sum;         // [B, S]
+  float* vector_sum;        // [B, S, 2]
+  float* lower_log;         // [B]
+  float* rate_sum;          // [B]
+  float* rate_vector;       // [B, 2]
+
+  Aggregates Row(int64_t tree, int64_t grid_size) const {
+    const int64_t S = stages - 1;
+    return Aggregates{edges + tree * grid_size, log_total + tree * S, zeros + tree * S,
+                      ratio_sum + tree * S, vector_sum + tree * S * 2, lower_log + tree,
+                      rate_sum + tree, rate_vector + tree * 2};
+  }
+};
+
+// One thread's copy of a row's aggregates and the arm's new terms.
+struct RootScratch {
+  std::vector<float> log_total, zeros, ratio_sum, vector_sum, node, weights;
+  std::vector<float> new_table, new_logs;
+  float lower_log = 0.0f, rate_sum = 0.0f, rate_vector[2] = {0.0f, 0.0f};
+  explicit RootScratch(int64_t stages)
+      : log_total(stages - 1), zeros(stages - 1), ratio_sum(stages - 1),
+        vector_sum(2 * (stages - 1)), node(stages - 1), weights(stages), new_table(stages),
+        new_logs(stages) {}
+  Aggregates Copy(const Aggregates& from, int64_t subnodes) {
+    std::copy(from.log_total, from.log_total + subnodes, log_total.begin());
+    std::copy(from.zeros, from.zeros + subnodes, zeros.begin());
+    std::copy(from.ratio_sum, from.ratio_sum + subnodes, ratio_sum.begin());
+    std::copy(from.vector_sum, from.vector_sum + 2 * subnodes, vector_sum.begin());
+    lower_log = *from.lower_log;
+    rate_sum = *from.rate_sum;
+    rate_vector[0] = from.rate_vector[0];
+    rate_vector[1] = from.rate_vector[1];
+    return Aggregates{from.edges, log_total.data(), zeros.data(), ratio_sum.data(),
+                      vector_sum.data(), &lower_log, &rate_sum, rate_vector};
+  }
+};
+
+void CopyAggregates(const Aggregates& from, const Aggregates& to, int64_t subnodes) {
+  std::copy(from.log_total, from.log_total + subnodes, to.log_total);
+  std::copy(from.zeros, from.zeros + subnodes, to.zeros);
+  std::copy(from.ratio_sum, from.ratio_sum + subnodes, to.ratio_sum);
+  std::copy(from.vector_sum, from.vector_sum + 2 * subnodes, to.vector_sum);
+  *to.lower_log = *from.lower_log;
+  *to.rate_sum = *from.rate_sum;
+  to.rate_vector[0] = from.rate_vector[0];
+  to.rate_vector[1] = from.rate_vector[1];
+}
+
+// backup._root_update's in-place part for one tree whose path reached the root's
+// child `arm` (backup._incremental_update, selection_cache.update_incremental): the
+// root's visit counted, its aggregates updated for that one child, its belief settled.
+// Returns true where the root must be rebuilt instead (its cache was not current, its
+// grid moved, a child left the fast envelope, or this update proves it): then only the
+// visit is written, and backup.py rebuilds it.
+bool UpdateRoot(const Arrays& t, const RootCache& r, int64_t tree, int32_t arm, Scratch& s,
+                RootScratch& rs) {
+  const int64_t A = t.actions, G = t.grid_size, W = r.stages, S = W - 1;
+  const int64_t node = tree * t.nodes + kRoot;
+  t.visits[node] += 1;
+  const Children kids = GatherChildren(t, tree, kRoot, s);
+  // The grid the fast kernel would place now (selection_cache.fast_grid_edges), compared
+  // in grid steps with the stored one.
+  Workspace& w = s.workspace;
+  const int slots = Padded(static_cast<int>(A));
+  for (int64_t a = 0; a < slots; ++a) {
+    const bool in_row = a < A;
+    w.alpha[a] = in_row ? s.conc[2 * a] : 1.0f;
+    w.beta[a] = in_row ? s.conc[2 * a + 1] : 1.0f;
+    w.mask[a] = in_row && s.uncertain[a] ? 1.0f : 0.0f;
+  }
+  float step_low, step_high;
+  GridSteps(w.alpha.data(), w.beta.data(), w.mask.data(), slots, &step_low, &step_high);
+  const Aggregates stored = r.Row(tree, G);
+  const bool same_grid =
+      step_low == EdgeStep(stored.edges[0]) && step_high == EdgeStep(stored.edges[G - 1]);
+  const bool ok = r.current[tree] && kids.inside && same_grid;
+
+  // The arm's terms out, its new ones in (best_arm.update_fast_aggregates).
+  const int64_t slot = tree * A + arm;
+  const float* vector = s.vectors.data() + 2 * arm;
+  const bool valid = s.uncertain[arm];
+  ArmTerms(vector[0], vector[1], valid, stored.edges, static_cast<int>(G), rs.new_table.data(),
+           rs.new_logs.data());
+  const float new_vector[2] = {valid ? vector[0] : 0.0f, valid ? vector[1] : 0.0f};
+  const Aggregates updated = rs.Copy(stored, S);
+  UpdateAggregates(updated, static_cast<int>(S), r.table + slot * W, r.logs + slot * W,
+                   r.arms + slot * 2, rs.new_table.data(), rs.new_logs.data(), new_vector);
+  float mixture[2];
+  SelectionAndMixture(updated, static_cast<int>(S), rs.node.data(), rs.weights.data(),
+                      mixture);
+  const Proof proof = Prove(t, t.invalid + node * A, s);
+  const bool already = t.proven[node];
+  if (!((ok && !(already || proof.proven)) || already)) return true;
+  Settle(t, node, mixture[0], mixture[1], kids.evidence, proof);
+  CopyAggregates(updated, stored, S);
+  std::copy(rs.weights.begin(), rs.weights.end(), r.weights + tree * W);
+  std::copy(rs.new_table.begin(), rs.new_table.end(), r.table + slot * W);
+  std::copy(rs.new_logs.begin(), rs.new_logs.end(), r.logs + slot * W);
+  r.arms[slot * 2] = vector[0];
+  r.arms[slot * 2 + 1] = vector[1];
+  r.arms_valid[slot] = valid;
+  return false;
 }
 
 constexpr int64_t kMinTreesPerChunk = 16;
@@ -366,3 +514,114 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(CuriosityBackup, BackupImpl,
                                   .Attr<int64_t>("grid_size")
                                   .Attr<bool>("two_player")
                                   .Attr<bool>("root_apart"));
+
+// backup._root_in_place for every tree (UpdateRoot). Shapes: top_child [B] int32 (the
+// path's node whose parent is the root; the root for a skipped simulation),
+// action_from_parent [B, N] int32, current [B] bool (the root cache's), children,
+// invalid, value_belief, action_beliefs and kappa as the levels' pass; updated in place
+// (aliased), in this order: belief, visits, proven, score, length as the levels' pass,
+// the root cache's weights [B, W], table, logs [B, A, W], arms [B, A, 2], arms_valid
+// [B, A], edges [B, G], log_total, zeros, ratio_sum [B, S], vector_sum [B, S, 2],
+// lower_log, rate_sum [B], rate_vector [B, 2]; result: rebuild [B] bool.
+static ffi::Error RootUpdateImpl(
+    ffi::ThreadPool pool, ffi::Buffer<ffi::S32> top_child,
+    ffi::Buffer<ffi::S32> action_from_parent, ffi::Buffer<ffi::PRED> current,
+    ffi::Buffer<ffi::S32> children, ffi::Buffer<ffi::PRED> invalid,
+    ffi::Buffer<ffi::F32> value_belief, ffi::Buffer<ffi::F32> action_beliefs,
+    ffi::Buffer<ffi::F32> kappa, ffi::RemainingArgs updated_in, ffi::RemainingRets updated,
+    int64_t grid_size, bool two_player) {
+  const auto dims = children.dimensions();
+  if (dims.size() != 3) return ffi::Error::InvalidArgument("children must be [B, N, A]");
+  constexpr size_t kUpdated = 18;  // belief, visits, proven, score, length, the cache's 13
+  if (updated_in.size() != kUpdated || updated.size() != kUpdated + 1) {
+    return ffi::Error::InvalidArgument("root update: 18 updated arrays and the rebuild flags");
+  }
+  void* out[kUpdated + 1];
+  for (size_t i = 0; i <= kUpdated; ++i) {
+    auto ret = updated.get<ffi::AnyBuffer>(i);
+    if (ret.has_error()) return ret.error();
+    out[i] = (*ret)->untyped_data();
+    if (i == kUpdated) break;
+    auto arg = updated_in.get<ffi::AnyBuffer>(i);
+    if (arg.has_error()) return arg.error();
+    if ((*arg).size_bytes() != (*ret)->size_bytes()) {
+      return ffi::Error::InvalidArgument("root update: an updated array changed size");
+    }
+    // The updated arrays alias their inputs; copy where XLA gave a separate buffer.
+    if ((*arg).untyped_data() != out[i]) {
+      std::memcpy(out[i], (*arg).untyped_data(), (*arg).size_bytes());
+    }
+  }
+  const int64_t B = dims[0], A = dims[2];
+  auto weights_arg = updated_in.get<ffi::AnyBuffer>(5);
+  if (weights_arg.has_error()) return weights_arg.error();
+  const int64_t stages = static_cast<int64_t>((*weights_arg).size_bytes() / sizeof(float)) / B;
+  if (stages != 3 * (grid_size - 1) + 2) {
+    return ffi::Error::InvalidArgument("root update: weights must be [B, 3 (G - 1) + 2]");
+  }
+  Arrays t{};
+  t.nodes = dims[1];
+  t.actions = A;
+  t.grid_size = grid_size;
+  t.two_player = two_player;
+  t.root_apart = true;
+  t.kappa = kappa.typed_data()[0];
+  t.children = children.typed_data();
+  t.invalid = invalid.typed_data();
+  t.value_belief = value_belief.typed_data();
+  t.action_beliefs = action_beliefs.typed_data();
+  t.belief = static_cast<float*>(out[0]);
+  t.visits = static_cast<int32_t*>(out[1]);
+  t.proven = static_cast<bool*>(out[2]);
+  t.score = static_cast<float*>(out[3]);
+  t.length = static_cast<int32_t*>(out[4]);
+  RootCache r{stages,
+              current.typed_data(),
+              static_cast<float*>(out[5]),
+              static_cast<float*>(out[6]),
+              static_cast<float*>(out[7]),
+              static_cast<float*>(out[8]),
+              static_cast<bool*>(out[9]),
+              static_cast<float*>(out[10]),
+              static_cast<float*>(out[11]),
+              static_cast<float*>(out[12]),
+              static_cast<float*>(out[13]),
+              static_cast<float*>(out[14]),
+              static_cast<float*>(out[15]),
+              static_cast<float*>(out[16]),
+              static_cast<float*>(out[17])};
+  const int32_t* tops = top_child.typed_data();
+  const int32_t* actions = action_from_parent.typed_data();
+  bool* rebuild = static_cast<bool*>(out[kUpdated]);
+  ParallelChunks(pool, B, kMinTreesPerChunk, [&t, &r, tops, actions, rebuild](int64_t begin,
+                                                                             int64_t end) {
+    Scratch scratch(static_cast<int>(t.actions), static_cast<int>(t.grid_size));
+    RootScratch root_scratch(r.stages);
+    for (int64_t tree = begin; tree < end; ++tree) {
+      const int32_t child = tops[tree];
+      if (child == kRoot) {  // a skipped simulation: nothing to update
+        rebuild[tree] = false;
+        continue;
+      }
+      const int32_t arm = std::max(actions[tree * t.nodes + child], 0);
+      rebuild[tree] = UpdateRoot(t, r, tree, arm, scratch, root_scratch);
+    }
+  });
+  return ffi::Error::Success();
+}
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(CuriosityRootUpdate, RootUpdateImpl,
+                              ffi::Ffi::Bind()
+                                  .Ctx<ffi::ThreadPool>()
+                                  .Arg<ffi::Buffer<ffi::S32>>()    // top_child
+                                  .Arg<ffi::Buffer<ffi::S32>>()    // action_from_parent
+                                  .Arg<ffi::Buffer<ffi::PRED>>()   // current
+                                  .Arg<ffi::Buffer<ffi::S32>>()    // children
+                                  .Arg<ffi::Buffer<ffi::PRED>>()   // invalid
+                                  .Arg<ffi::Buffer<ffi::F32>>()    // value_belief
+                                  .Arg<ffi::Buffer<ffi::F32>>()    // action_beliefs
+                                  .Arg<ffi::Buffer<ffi::F32>>()    // kappa
+                                  .RemainingArgs()                 // the 18 updated arrays
+                                  .RemainingRets()                 // them, then rebuild
+                                  .Attr<int64_t>("grid_size")
+                                  .Attr<bool>("two_player"));

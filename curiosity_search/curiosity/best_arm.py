@@ -555,7 +555,9 @@ def fast_arm_terms(concentrations: Array, valid: Array,
     ``ratio_a(s)`` in columns ``s < S``, ``rate_a`` in column ``S``; ``logs``: ``log
     F_a(s)`` (``-inf`` where ``F_a = 0``) in columns ``s < S``, ``log lower_a`` in
     column ``S``. An invalid arm's terms are 0 (no mass, ``F = 1``).
-    ``concentrations [..., A, 2]``, ``valid [..., A]``."""
+    ``concentrations [..., A, 2]``, ``valid [..., A]``. ``fast_pbest_cpu.h`` transcribes
+    it (``ArmTerms``, one arm; ``AggregatesRow``, a row): a change here needs the same
+    change there."""
     valid = jnp.asarray(valid, bool)
     log_cdf, is_zero, ratio, log_lower, rate = _fast_terms(
         _kernel_concentrations(concentrations, valid), valid, edges)
@@ -569,11 +571,36 @@ def fast_aggregates(concentrations: Array, valid: Array,
                     grid_size: int = 21) -> tuple[FastAggregates, Array, Array]:
     """The aggregates of rows ``concentrations [..., A, 2]`` over the ``valid [..., A]``
     arms on the grid ``_fast_core`` would use, and the arms' stored terms
-    (``fast_arm_terms``: ``table, logs [..., A, S + 1]``)."""
+    (``fast_arm_terms``: ``table, logs [..., A, S + 1]``). On the CPU by the native
+    kernel where it is built (``native_cpu.native_fast_aggregates``, the same numbers to
+    float32 rounding: tests/test_fast_pbest_cpu.py), elsewhere by the array program
+    (``_fast_aggregates_array``)."""
+    concentrations = jnp.asarray(concentrations, jnp.float32)
     valid = jnp.asarray(valid, bool)
+    if not native_cpu.native_available():
+        return _fast_aggregates_array(concentrations, valid, grid_size)
+
+    def native(concentrations, valid):
+        (edges, log_total, zeros, ratio_sum, vector_sum, lower_log, rate_sum, rate_vector,
+         table, logs) = native_cpu.native_fast_aggregates(concentrations, valid, grid_size)
+        aggregates = FastAggregates(edges=edges, log_total=log_total, zeros=zeros,
+                                    ratio_sum=ratio_sum, vector_sum=vector_sum,
+                                    lower_log=lower_log, rate_sum=rate_sum,
+                                    rate_vector=rate_vector)
+        return aggregates, table, logs
+
+    return jax.lax.platform_dependent(
+        concentrations, valid, cpu=native,
+        default=lambda conc, mask: _fast_aggregates_array(conc, mask, grid_size))
+
+
+def _fast_aggregates_array(concentrations: Array, valid: Array,
+                           grid_size: int) -> tuple[FastAggregates, Array, Array]:
+    """``fast_aggregates`` as an array program, any platform. ``fast_pbest_cpu.h``
+    transcribes it (``AggregatesRow``): a change here needs the same change there."""
     edges = fast_grid_edges(concentrations, valid, grid_size)
     table, logs = fast_arm_terms(concentrations, valid, edges)
-    vectors = jnp.where(valid[..., None], jnp.asarray(concentrations, jnp.float32), 0.0)
+    vectors = jnp.where(valid[..., None], concentrations, 0.0)
     zero = jnp.isinf(logs[..., :-1])
     high = jax.lax.Precision.HIGHEST
     aggregates = FastAggregates(
@@ -608,6 +635,8 @@ def update_fast_aggregates(aggregates: FastAggregates, old_table: Array, old_log
     Taking out exactly what was put in keeps the sums those of a fresh build up to
     float32 summation rounding, however the terms were rounded when computed; valid when
     the changed row's grid (``fast_grid_edges``) is ``aggregates.edges``.
+    ``fast_pbest_cpu.h`` transcribes it (``UpdateAggregates``, with ``fast_selection``
+    and ``fast_mixture`` as ``SelectionAndMixture``) for the native root update.
     """
     new_table, new_logs = fast_arm_terms(new[..., None, :], new_valid[..., None],
                                          aggregates.edges)

@@ -13,7 +13,8 @@
 //
 // Shapes: concentrations [R, A, 2] (float32, already floored, a stand-in (1, 1) for
 // invalid arms), valid [R, A] (bool), out [R, A] (float32, unnormalized P(best), 0 for
-// invalid arms).
+// invalid arms). The second custom call here, CuriosityFastAggregates, builds the same
+// kernel's per-row aggregates (best_arm.fast_aggregates; shapes at its handler).
 
 #include <cstdint>
 
@@ -37,6 +38,7 @@ void Rows(const float* conc, const bool* valid, int64_t rows, int64_t arms, int6
 }
 
 constexpr int64_t kMinRowsPerChunk = 32;
+constexpr int64_t kMinAggregateRowsPerChunk = 4;  // a row is A x W terms
 
 }  // namespace
 
@@ -66,4 +68,68 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(CuriosityFastPbest, FastPbestImpl,
                                   .Arg<ffi::Buffer<ffi::F32>>()
                                   .Arg<ffi::Buffer<ffi::PRED>>()
                                   .Ret<ffi::Buffer<ffi::F32>>()
+                                  .Attr<int64_t>("grid_size"));
+
+// best_arm.fast_aggregates over rows (AggregatesRow). Shapes: concentrations [R, A, 2]
+// (raw), valid [R, A]; results edges [R, G], log_total, zeros, ratio_sum [R, S],
+// vector_sum [R, S, 2], lower_log, rate_sum [R], rate_vector [R, 2], table, logs
+// [R, A, S + 1], S = 3 (G - 1) + 1.
+static ffi::Error FastAggregatesImpl(
+    ffi::ThreadPool pool, ffi::Buffer<ffi::F32> concentrations, ffi::Buffer<ffi::PRED> valid,
+    ffi::ResultBuffer<ffi::F32> edges, ffi::ResultBuffer<ffi::F32> log_total,
+    ffi::ResultBuffer<ffi::F32> zeros, ffi::ResultBuffer<ffi::F32> ratio_sum,
+    ffi::ResultBuffer<ffi::F32> vector_sum, ffi::ResultBuffer<ffi::F32> lower_log,
+    ffi::ResultBuffer<ffi::F32> rate_sum, ffi::ResultBuffer<ffi::F32> rate_vector,
+    ffi::ResultBuffer<ffi::F32> table, ffi::ResultBuffer<ffi::F32> logs, int64_t grid_size) {
+  const auto dims = concentrations.dimensions();
+  if (dims.size() < 2 || dims[dims.size() - 1] != 2) {
+    return ffi::Error::InvalidArgument("concentrations must be [..., A, 2]");
+  }
+  if (grid_size < 2) return ffi::Error::InvalidArgument("grid_size must be >= 2");
+  const int64_t arms = dims[dims.size() - 2];
+  const int64_t rows = arms == 0 ? 0 : static_cast<int64_t>(valid.element_count()) / arms;
+  const int64_t subnodes = 3 * (grid_size - 1) + 1, stages = subnodes + 1;
+  const float* conc = concentrations.typed_data();
+  const bool* mask = valid.typed_data();
+  float* out_edges = edges->typed_data();
+  float* out_log_total = log_total->typed_data();
+  float* out_zeros = zeros->typed_data();
+  float* out_ratio_sum = ratio_sum->typed_data();
+  float* out_vector_sum = vector_sum->typed_data();
+  float* out_lower_log = lower_log->typed_data();
+  float* out_rate_sum = rate_sum->typed_data();
+  float* out_rate_vector = rate_vector->typed_data();
+  float* out_table = table->typed_data();
+  float* out_logs = logs->typed_data();
+  ParallelChunks(pool, rows, kMinAggregateRowsPerChunk, [=](int64_t begin, int64_t end) {
+    Workspace w;
+    w.Resize(static_cast<int>(arms), static_cast<int>(grid_size));
+    for (int64_t r = begin; r < end; ++r) {
+      const Aggregates g{out_edges + r * grid_size,    out_log_total + r * subnodes,
+                         out_zeros + r * subnodes,     out_ratio_sum + r * subnodes,
+                         out_vector_sum + r * subnodes * 2, out_lower_log + r,
+                         out_rate_sum + r,             out_rate_vector + r * 2};
+      AggregatesRow(conc + r * arms * 2, mask + r * arms, static_cast<int>(arms),
+                    static_cast<int>(grid_size), w, g, out_table + r * arms * stages,
+                    out_logs + r * arms * stages);
+    }
+  });
+  return ffi::Error::Success();
+}
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(CuriosityFastAggregates, FastAggregatesImpl,
+                              ffi::Ffi::Bind()
+                                  .Ctx<ffi::ThreadPool>()
+                                  .Arg<ffi::Buffer<ffi::F32>>()   // concentrations
+                                  .Arg<ffi::Buffer<ffi::PRED>>()  // valid
+                                  .Ret<ffi::Buffer<ffi::F32>>()   // edges
+                                  .Ret<ffi::Buffer<ffi::F32>>()   // log_total
+                                  .Ret<ffi::Buffer<ffi::F32>>()   // zeros
+                                  .Ret<ffi::Buffer<ffi::F32>>()   // ratio_sum
+                                  .Ret<ffi::Buffer<ffi::F32>>()   // vector_sum
+                                  .Ret<ffi::Buffer<ffi::F32>>()   // lower_log
+                                  .Ret<ffi::Buffer<ffi::F32>>()   // rate_sum
+                                  .Ret<ffi::Buffer<ffi::F32>>()   // rate_vector
+                                  .Ret<ffi::Buffer<ffi::F32>>()   // table
+                                  .Ret<ffi::Buffer<ffi::F32>>()   // logs
                                   .Attr<int64_t>("grid_size"));

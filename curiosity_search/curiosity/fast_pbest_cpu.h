@@ -23,6 +23,10 @@ constexpr float kGridStep = 0.25f;     // best_arm._FAST_GRID_STEP
 constexpr float kConcentrationFloor = 1e-6f;    // best_arm._CONCENTRATION_FLOOR
 constexpr float kFastMinConcentration = 1e-3f;  // best_arm.FAST_MIN_CONCENTRATION
 constexpr float kFastMaxTotal = 64.0f;          // best_arm.FAST_MAX_TOTAL
+// best_arm._GAUSS_T / _GAUSS_W: 3-point Gauss-Legendre nodes and weights on [0, 1].
+constexpr float kGaussT[3] = {0.5f - 0.5f * 0.7745966692414834f, 0.5f,
+                              0.5f + 0.5f * 0.7745966692414834f};
+constexpr float kGaussW[3] = {5.0f / 18.0f, 8.0f / 18.0f, 5.0f / 18.0f};
 
 // best_arm.in_fast_envelope for one arm's floored concentrations.
 inline bool InFastEnvelope(float alpha, float beta) {
@@ -152,10 +156,12 @@ struct Workspace {
   }
 };
 
-// best_arm._fast_edges for one row, from the arms' alpha, beta and mask
-// ([arm_slots], (1, 1) and mask 0 for invalid arms and the padding).
-void RowEdges(const float* __restrict alpha, const float* __restrict beta,
-              const float* __restrict mask, int arm_slots, int grid_size, float* edges) {
+// best_arm._fast_edges's snapped grid ends for one row, in grid steps: (t_low, t_high)
+// / kGridStep, whole numbers, from the arms' alpha, beta and mask ([arm_slots], (1, 1)
+// and mask 0 for invalid arms and the padding).
+void GridSteps(const float* __restrict alpha, const float* __restrict beta,
+               const float* __restrict mask, int arm_slots, float* step_low,
+               float* step_high) {
   float low = -kLimit, high = -kLimit;
 #pragma omp simd reduction(max : low, high)
   for (int a = 0; a < arm_slots; ++a) {
@@ -172,8 +178,23 @@ void RowEdges(const float* __restrict alpha, const float* __restrict beta,
   }
   high = std::fmax(high, kTail);
   low = std::fmin(low, high - 1.0f);
-  const float t_low = std::floor(std::asinh(low / kInner) / kGridStep) * kGridStep;
-  const float t_high = std::ceil(std::asinh(high / kInner) / kGridStep) * kGridStep;
+  *step_low = std::floor(std::asinh(low / kInner) / kGridStep);
+  *step_high = std::ceil(std::asinh(high / kInner) / kGridStep);
+}
+
+// The grid step of an edge placed on one (the inverse of RowEdges's sinh, rounded): a
+// grid stored by the array program compares with GridSteps's without relying on the
+// two implementations' sinh agreeing to the last bit.
+inline float EdgeStep(float edge) {
+  return std::nearbyint(std::asinh(edge / kInner) / kGridStep);
+}
+
+// best_arm._fast_edges for one row (arrays as GridSteps's).
+void RowEdges(const float* __restrict alpha, const float* __restrict beta,
+              const float* __restrict mask, int arm_slots, int grid_size, float* edges) {
+  float step_low, step_high;
+  GridSteps(alpha, beta, mask, arm_slots, &step_low, &step_high);
+  const float t_low = step_low * kGridStep, t_high = step_high * kGridStep;
   const float step = 1.0f / static_cast<float>(grid_size - 1);
   for (int g = 0; g < grid_size; ++g) {
     const float fraction = g == grid_size - 1 ? 1.0f : static_cast<float>(g) * step;
@@ -185,9 +206,6 @@ void RowEdges(const float* __restrict alpha, const float* __restrict beta,
 // not (Row packs the valid ones first).
 void MaskedRow(const float* conc, const bool* __restrict valid, int arms, int grid_size,
                Workspace& w, float* __restrict out) {
-  static const float kGaussT[3] = {0.5f - 0.5f * 0.7745966692414834f, 0.5f,
-                                   0.5f + 0.5f * 0.7745966692414834f};
-  static const float kGaussW[3] = {5.0f / 18.0f, 8.0f / 18.0f, 5.0f / 18.0f};
   const int cells = grid_size - 1;
   const int upper_node = 3 * cells;  // sub-nodes: 3 per cell, Gauss-point-major, then the tail
   const int subnodes = upper_node + 1;
@@ -381,6 +399,285 @@ void Row(const float* conc, const bool* __restrict valid, int arms, int grid_siz
   MaskedRow(w.packed_conc.data(), w.packed_valid.get(), count, grid_size, w,
             w.packed_out.data());
   for (int i = 0; i < count; ++i) out[w.packed_arm[i]] = w.packed_out[i];
+}
+
+// The fast kernel as aggregates updated one arm at a time (best_arm.FastAggregates, K =
+// 2), for the native root update (backup_cpu.cc). S = 3 (G - 1) + 1 sub-nodes, W = S + 1
+// stored terms per arm.
+
+// best_arm.fast_arm_terms for one arm (best_arm._fast_terms, step for step): its terms
+// on the grid `edges` [G] from its raw concentrations (c0, c1): table [W] (ratio_a(s),
+// then rate_a) and logs [W] (log F_a(s), -inf where F_a = 0, then log lower_a); an
+// invalid arm's are 0 (no mass, F = 1).
+inline void ArmTerms(float c0, float c1, bool valid, const float* edges, int grid_size,
+              float* __restrict table, float* __restrict logs) {
+  const float alpha = valid ? std::fmax(c0, kConcentrationFloor) : 1.0f;
+  const float beta = valid ? std::fmax(c1, kConcentrationFloor) : 1.0f;
+  const float n = alpha + beta;
+  const float log_norm = LogGamma(alpha) + LogGamma(beta) - LogGamma(n);
+  auto log_density = [alpha, beta, n, log_norm](float z) {  // best_arm._log_density
+    const float e = Exp(-std::fabs(z));
+    const float softplus = e < 1e-4f ? e - 0.5f * e * e : Log(1.0f + e);
+    return (z > 0.0f ? -beta * z : alpha * z) - n * softplus - log_norm;
+  };
+  const int cells = grid_size - 1;
+  const int upper_node = 3 * cells;
+  float* __restrict mass = table;  // the sub-node masses, replaced by the ratios below
+  float grid_mass = 0.0f;
+  for (int c = 0; c < cells; ++c) {
+    const float width = edges[c + 1] - edges[c];
+    float cell = 0.0f;
+    for (int t = 0; t < 3; ++t) {
+      const float z = edges[c] + width * kGaussT[t];
+      const float m = valid ? Exp(log_density(z)) * (width * kGaussW[t]) : 0.0f;
+      mass[t * cells + c] = m;
+      cell += m;
+    }
+    grid_mass += cell;
+  }
+  const float tail = Exp(log_density(edges[grid_size - 1])) / beta;
+  const float upper = valid ? std::fmin(tail, 1.0f) : 0.0f;
+  float lower = 1.0f - grid_mass - upper;
+  lower = lower < 0.0f ? 0.0f : (lower > 1.0f ? 1.0f : lower);
+  mass[upper_node] = upper;
+  // The CDF at each sub-node's middle: the cell's start plus the masses before it.
+  auto store = [valid, table, logs](int s, float middle) {
+    middle = valid ? (middle < 0.0f ? 0.0f : (middle > 1.0f ? 1.0f : middle)) : 1.0f;
+    const bool zero = middle <= 0.0f;
+    table[s] = zero ? 0.0f : table[s] / middle;
+    logs[s] = zero ? -INFINITY : Log(middle);
+  };
+  float start = lower;
+  for (int c = 0; c < cells; ++c) {
+    const float first = mass[c], second = mass[cells + c], third = mass[2 * cells + c];
+    store(c, start + 0.5f * first);
+    store(cells + c, start + first + 0.5f * second);
+    store(2 * cells + c, start + first + second + 0.5f * third);
+    start += first + second + third;
+  }
+  store(upper_node, 1.0f - 0.5f * upper);
+  table[upper_node + 1] = valid ? alpha : 0.0f;
+  logs[upper_node + 1] = valid ? Log(lower > 1e-37f ? lower : 1e-37f) : 0.0f;
+}
+
+// One row's best_arm.FastAggregates (pointers into the [B, ...] arrays).
+struct Aggregates {
+  float* edges;        // [G]
+  float* log_total;    // [S]
+  float* zeros;        // [S]
+  float* ratio_sum;    // [S]
+  float* vector_sum;   // [S, 2]
+  float* lower_log;    // []
+  float* rate_sum;     // []
+  float* rate_vector;  // [2]
+};
+
+// best_arm.update_fast_aggregates for one row: the arm's old terms (table, logs [W])
+// and belief vector taken out, its new ones put in (vectors 0 for an invalid arm).
+inline void UpdateAggregates(const Aggregates& g, int subnodes, const float* old_table,
+                      const float* old_logs, const float* old_vector, const float* new_table,
+                      const float* new_logs, const float* new_vector) {
+  auto finite = [](float log) { return std::isinf(log) ? 0.0f : log; };
+  auto zero = [](float log) { return std::isinf(log) ? 1.0f : 0.0f; };
+  for (int s = 0; s < subnodes; ++s) {
+    g.log_total[s] = g.log_total[s] - finite(old_logs[s]) + finite(new_logs[s]);
+    g.zeros[s] = g.zeros[s] - zero(old_logs[s]) + zero(new_logs[s]);
+    g.ratio_sum[s] = g.ratio_sum[s] - old_table[s] + new_table[s];
+    for (int k = 0; k < 2; ++k) {
+      g.vector_sum[2 * s + k] = g.vector_sum[2 * s + k] - old_table[s] * old_vector[k] +
+                                new_table[s] * new_vector[k];
+    }
+  }
+  *g.lower_log = *g.lower_log - old_logs[subnodes] + new_logs[subnodes];
+  *g.rate_sum = *g.rate_sum - old_table[subnodes] + new_table[subnodes];
+  for (int k = 0; k < 2; ++k) {
+    g.rate_vector[k] = g.rate_vector[k] - old_table[subnodes] * old_vector[k] +
+                       new_table[subnodes] * new_vector[k];
+  }
+}
+
+// best_arm.fast_selection (the stage weights, [S + 1]) and best_arm.fast_mixture (the
+// P(best)-weighted average of the arms' beliefs, [2]) from one row's aggregates, through
+// best_arm._node_weights. `node` [S]: scratch.
+inline void SelectionAndMixture(const Aggregates& g, int subnodes, float* __restrict node,
+                         float* __restrict weights, float* __restrict mixture) {
+  float peak = *g.lower_log;
+  for (int s = 0; s < subnodes; ++s) {
+    node[s] = g.zeros[s] > 0.5f ? -INFINITY : g.log_total[s];
+    peak = std::fmax(peak, node[s]);
+  }
+  if (!std::isfinite(peak)) peak = 0.0f;
+  for (int s = 0; s < subnodes; ++s) node[s] = Exp(node[s] - peak);
+  const float lower = Exp(*g.lower_log - peak);
+  float numerator0 = 0.0f, numerator1 = 0.0f, denominator = 0.0f;
+  for (int s = 0; s < subnodes; ++s) {
+    weights[s] = node[s] * std::fmax(g.ratio_sum[s], 0.0f);
+    numerator0 += node[s] * g.vector_sum[2 * s];
+    numerator1 += node[s] * g.vector_sum[2 * s + 1];
+    denominator += node[s] * g.ratio_sum[s];
+  }
+  weights[subnodes] = lower;
+  const float share = lower / std::fmax(*g.rate_sum, 1e-30f);
+  numerator0 += share * g.rate_vector[0];
+  numerator1 += share * g.rate_vector[1];
+  denominator += lower;
+  mixture[0] = denominator > 0.0f ? numerator0 / denominator : 0.0f;
+  mixture[1] = denominator > 0.0f ? numerator1 / denominator : 0.0f;
+}
+
+// best_arm.fast_aggregates for one row: the grid (best_arm._fast_edges), every arm's
+// terms on it (best_arm.fast_arm_terms, ArmTerms's numbers, computed as MaskedRow
+// computes its row: arms in blocks of kLanes, one per vector lane) and their sums,
+// from the arms' raw concentrations conc [A, 2] and valid [A]. Writes the aggregates
+// g (edges included) and table, logs [A, W], W = 3 (G - 1) + 2.
+inline void AggregatesRow(const float* conc, const bool* valid, int arms, int grid_size,
+                          Workspace& w, const Aggregates& g, float* __restrict table,
+                          float* __restrict logs) {
+  const int cells = grid_size - 1;
+  const int upper_node = 3 * cells;
+  const int subnodes = upper_node + 1;
+  const int stages = subnodes + 1;
+  const int arm_slots = Padded(arms);
+  float* __restrict alpha = w.alpha.data();
+  float* __restrict beta = w.beta.data();
+  float* __restrict mask = w.mask.data();
+  float* __restrict nodes = w.nodes.data();
+  float* __restrict weights = w.weights.data();
+  float* __restrict softplus = w.softplus.data();
+  float* __restrict sub_mass = w.sub_mass.data();
+  for (int a = 0; a < arm_slots; ++a) {
+    const bool in_row = a < arms && valid[a];
+    alpha[a] = in_row ? std::fmax(conc[2 * a], kConcentrationFloor) : 1.0f;
+    beta[a] = in_row ? std::fmax(conc[2 * a + 1], kConcentrationFloor) : 1.0f;
+    mask[a] = in_row ? 1.0f : 0.0f;
+  }
+  RowEdges(alpha, beta, mask, arm_slots, grid_size, g.edges);
+  const float* edges = g.edges;
+  for (int t = 0; t < 3; ++t) {
+    for (int c = 0; c < cells; ++c) {
+      const float width = edges[c + 1] - edges[c];
+      nodes[t * cells + c] = edges[c] + width * kGaussT[t];
+      weights[t * cells + c] = width * kGaussW[t];
+    }
+  }
+  nodes[upper_node] = edges[grid_size - 1];
+  for (int s = 0; s < subnodes; ++s) {
+    const float e = Exp(-std::fabs(nodes[s]));
+    softplus[s] = e < 1e-4f ? e - 0.5f * e * e : Log(1.0f + e);
+  }
+  for (int s = 0; s < subnodes; ++s) {
+    g.log_total[s] = g.zeros[s] = g.ratio_sum[s] = 0.0f;
+    g.vector_sum[2 * s] = g.vector_sum[2 * s + 1] = 0.0f;
+  }
+  *g.lower_log = *g.rate_sum = 0.0f;
+  g.rate_vector[0] = g.rate_vector[1] = 0.0f;
+  for (int block = 0; block < arm_slots; block += kLanes) {
+    const float* __restrict a_ = alpha + block;
+    const float* __restrict b_ = beta + block;
+    const float* __restrict m_ = mask + block;
+    float n[kLanes], norm[kLanes], vector0[kLanes], vector1[kLanes], grid_mass[kLanes];
+#pragma omp simd
+    for (int l = 0; l < kLanes; ++l) {
+      n[l] = a_[l] + b_[l];
+      norm[l] = LogGamma(a_[l]) + LogGamma(b_[l]) - LogGamma(n[l]);
+      grid_mass[l] = 0.0f;
+    }
+    for (int l = 0; l < kLanes; ++l) {  // the belief vectors the mixture sums
+      const int a = block + l;
+      vector0[l] = m_[l] > 0.0f ? conc[2 * a] : 0.0f;
+      vector1[l] = m_[l] > 0.0f ? conc[2 * a + 1] : 0.0f;
+    }
+    for (int c = 0; c < cells; ++c) {
+      float cell[kLanes] = {};
+      for (int t = 0; t < 3; ++t) {
+        const int s = t * cells + c;
+        const float z = nodes[s], sp = softplus[s], weight = weights[s];
+        float* __restrict mass = sub_mass + s * kLanes;
+#pragma omp simd
+        for (int l = 0; l < kLanes; ++l) {
+          const float linear = z > 0.0f ? -b_[l] * z : a_[l] * z;
+          const float m = Exp(linear - n[l] * sp - norm[l]) * weight;
+          mass[l] = m_[l] > 0.0f ? m : 0.0f;
+          cell[l] += mass[l];
+        }
+      }
+#pragma omp simd
+      for (int l = 0; l < kLanes; ++l) grid_mass[l] += cell[l];
+    }
+    float upper[kLanes], lower[kLanes], start[kLanes];
+    const float top = nodes[upper_node], top_softplus = softplus[upper_node];
+#pragma omp simd
+    for (int l = 0; l < kLanes; ++l) {
+      const float linear = top > 0.0f ? -b_[l] * top : a_[l] * top;
+      const float tail = Exp(linear - n[l] * top_softplus - norm[l]) / b_[l];
+      upper[l] = m_[l] > 0.0f ? (tail < 1.0f ? tail : 1.0f) : 0.0f;
+      float below = 1.0f - grid_mass[l] - upper[l];
+      lower[l] = below < 0.0f ? 0.0f : (below > 1.0f ? 1.0f : below);
+      start[l] = lower[l];
+    }
+    // One sub-node's terms from the CDF at its middle, written and summed.
+    auto store = [&](int s, const float* __restrict mass, const float* __restrict middle) {
+      float ratio[kLanes], log_cdf[kLanes], zero[kLanes];
+#pragma omp simd
+      for (int l = 0; l < kLanes; ++l) {
+        float m = m_[l] > 0.0f ? (middle[l] < 0.0f ? 0.0f : (middle[l] > 1.0f ? 1.0f : middle[l]))
+                               : 1.0f;
+        const bool is_zero = m <= 0.0f;
+        ratio[l] = is_zero ? 0.0f : mass[l] / (is_zero ? 1.0f : m);
+        log_cdf[l] = Log(is_zero ? 1.0f : m);
+        zero[l] = is_zero ? 1.0f : 0.0f;
+      }
+      float log_sum = 0.0f, zeros = 0.0f, ratio_sum = 0.0f, sum0 = 0.0f, sum1 = 0.0f;
+#pragma omp simd reduction(+ : log_sum, zeros, ratio_sum, sum0, sum1)
+      for (int l = 0; l < kLanes; ++l) {
+        log_sum += log_cdf[l];
+        zeros += zero[l];
+        ratio_sum += ratio[l];
+        sum0 += ratio[l] * vector0[l];
+        sum1 += ratio[l] * vector1[l];
+      }
+      g.log_total[s] += log_sum;
+      g.zeros[s] += zeros;
+      g.ratio_sum[s] += ratio_sum;
+      g.vector_sum[2 * s] += sum0;
+      g.vector_sum[2 * s + 1] += sum1;
+      for (int l = 0; l < kLanes && block + l < arms; ++l) {
+        const int64_t at = static_cast<int64_t>(block + l) * stages + s;
+        table[at] = ratio[l];
+        logs[at] = zero[l] > 0.0f ? -INFINITY : log_cdf[l];
+      }
+    };
+    for (int c = 0; c < cells; ++c) {
+      const float* __restrict first = sub_mass + c * kLanes;
+      const float* __restrict second = sub_mass + (cells + c) * kLanes;
+      const float* __restrict third = sub_mass + (2 * cells + c) * kLanes;
+      float middle[3][kLanes];
+#pragma omp simd
+      for (int l = 0; l < kLanes; ++l) {
+        middle[0][l] = start[l] + 0.5f * first[l];
+        middle[1][l] = start[l] + first[l] + 0.5f * second[l];
+        middle[2][l] = start[l] + first[l] + second[l] + 0.5f * third[l];
+        start[l] += first[l] + second[l] + third[l];
+      }
+      store(c, first, middle[0]);
+      store(cells + c, second, middle[1]);
+      store(2 * cells + c, third, middle[2]);
+    }
+    float tail_middle[kLanes];
+    for (int l = 0; l < kLanes; ++l) tail_middle[l] = 1.0f - 0.5f * upper[l];
+    store(upper_node, upper, tail_middle);
+    for (int l = 0; l < kLanes && block + l < arms; ++l) {
+      const float rate = m_[l] > 0.0f ? a_[l] : 0.0f;
+      const float lower_log = m_[l] > 0.0f ? Log(lower[l] > 1e-37f ? lower[l] : 1e-37f) : 0.0f;
+      const int64_t at = static_cast<int64_t>(block + l) * stages + subnodes;
+      table[at] = rate;
+      logs[at] = lower_log;
+      *g.lower_log += lower_log;
+      *g.rate_sum += rate;
+      g.rate_vector[0] += rate * vector0[l];
+      g.rate_vector[1] += rate * vector1[l];
+    }
+  }
 }
 
 }  // namespace

@@ -12,10 +12,13 @@ arithmetic's speed; each has a native transcription, called through ``jax.ffi``:
   row over blocks of 16 arms (one per vector lane), with polynomial ``exp`` / ``log``
   the compiler vectorizes. Its numbers
   match the array program's to float32 rounding (~1e-5 relative on P(best);
-  tests/test_fast_pbest_cpu.py), so the P(best) *method* is unchanged.
+  tests/test_fast_pbest_cpu.py), so the P(best) *method* is unchanged. The same file
+  builds the kernel's per-row aggregates (``best_arm.fast_aggregates``: an incremental
+  root's cache, built at the start of a search and on a rebuild).
 - ``backup_cpu.cc``: the curiosity backup's levels (``backup._level``) in the layout
   most searches use (K = 2, the fast P(best), the ``"average"`` mixture, selection from
-  a cached table), each tree's path walked leaf to root in one loop; and
+  a cached table), each tree's path walked leaf to root in one loop; the root's
+  in-place incremental update (``backup._root_update``) in that layout; and
   ``prior_fill_cpu.cc``: the lazy prior fill (``nodes.fill_prior_best``), each needed
   row computed in place. The same numbers as the XLA programs to float32 rounding
   (tests/test_backup_cpu.py). Those programs are a while_loop of a few dozen small ops
@@ -65,8 +68,11 @@ HEADERS = (_FOLDER / "fast_pbest_cpu.h", _FOLDER / "custom_call_cpu.h")
 TARGET = "curiosity_fast_pbest"
 BACKUP_TARGET = "curiosity_backup"
 PRIOR_FILL_TARGET = "curiosity_prior_fill"
+ROOT_UPDATE_TARGET = "curiosity_root_update"
+AGGREGATES_TARGET = "curiosity_fast_aggregates"
 _HANDLERS = {TARGET: "CuriosityFastPbest", BACKUP_TARGET: "CuriosityBackup",
-             PRIOR_FILL_TARGET: "CuriosityPriorFill"}
+             PRIOR_FILL_TARGET: "CuriosityPriorFill", ROOT_UPDATE_TARGET: "CuriosityRootUpdate",
+             AGGREGATES_TARGET: "CuriosityFastAggregates"}
 _FLAGS = ("-O3", "-march=native", "-fopenmp-simd", "-fno-math-errno", "-fno-trapping-math",
           "-std=c++17", "-shared", "-fPIC")
 
@@ -158,6 +164,25 @@ def native_fast_core(concentrations: Array, valid: Array, grid_size: int) -> Arr
                 grid_size=np.int64(grid_size))
 
 
+def native_fast_aggregates(concentrations: Array, valid: Array,
+                           grid_size: int) -> tuple[Array, ...]:
+    """``best_arm.fast_aggregates``'s arrays by the native kernel, for rows of raw
+    ``concentrations [..., A, 2]`` and ``valid [..., A]``: ``(edges [..., G], log_total,
+    zeros, ratio_sum [..., S], vector_sum [..., S, 2], lower_log, rate_sum [...],
+    rate_vector [..., 2], table, logs [..., A, S + 1])``, ``S = 3 (G - 1) + 1``. CPU
+    only; call ``native_available()`` first."""
+    lead, arms = valid.shape[:-1], valid.shape[-1]
+    subnodes = 3 * (grid_size - 1) + 1
+    shapes = ((grid_size,), (subnodes,), (subnodes,), (subnodes,), (subnodes, 2), (), (), (2,),
+              (arms, subnodes + 1), (arms, subnodes + 1))
+    call = jax.ffi.ffi_call(
+        AGGREGATES_TARGET,
+        tuple(jax.ShapeDtypeStruct(lead + shape, jnp.float32) for shape in shapes),
+        vmap_method="broadcast_all")
+    return call(jnp.asarray(concentrations, jnp.float32), jnp.asarray(valid, bool),
+                grid_size=np.int64(grid_size))
+
+
 def native_backup_levels(leaf: Array, parents: Array, children: Array, invalid: Array,
                          value_belief: Array, action_beliefs: Array, kappa: Array,
                          belief: Array, visits: Array, proven: Array, score: Array,
@@ -201,3 +226,35 @@ def native_prior_fill(node: Array, needed: Array, action_beliefs: Array, invalid
     call = jax.ffi.ffi_call(PRIOR_FILL_TARGET, outputs, input_output_aliases={4: 0, 5: 1})
     return call(jnp.asarray(node, jnp.int32), jnp.asarray(needed, bool), action_beliefs,
                 invalid, weights, table, grid_size=np.int64(grid_size))
+
+
+def native_root_update(top_child: Array, action_from_parent: Array, current: Array,
+                       children: Array, invalid: Array, value_belief: Array,
+                       action_beliefs: Array, kappa: Array, updated: tuple[Array, ...], *,
+                       grid_size: int, two_player: bool) -> tuple[tuple[Array, ...], Array]:
+    """``backup._root_update``'s in-place part for every tree by the native pass
+    (``backup_cpu.cc``): the root's visit, its incremental cache updated for the one
+    child ``top_child [B]`` that changed (the root for a skipped simulation: nothing
+    done), its belief settled.
+
+    Reads ``action_from_parent [B, N]``, the cache's ``current [B]``, ``children [B, N,
+    A]``, ``invalid [B, N, A]``, ``value_belief [B, N, 2]``, ``action_beliefs [B, N, A,
+    2]``, ``kappa []``. ``updated``: the 18 arrays it updates, each returned aliased to
+    its input: ``belief [B, N, 2]``, ``visits``, ``proven``, ``score``, ``length [B,
+    N]``, then the root cache's ``weights [B, W]``, ``table``, ``logs [B, A, W]``,
+    ``arms [B, A, 2]``, ``arms_valid [B, A]`` and its aggregates' ``edges [B, G]``,
+    ``log_total``, ``zeros``, ``ratio_sum [B, S]``, ``vector_sum [B, S, 2]``,
+    ``lower_log``, ``rate_sum [B]``, ``rate_vector [B, 2]``. Also returns ``rebuild
+    [B]``: the trees whose root must be rebuilt (nothing but the visit written). CPU
+    only; call ``native_available()`` first.
+    """
+    outputs = tuple(jax.ShapeDtypeStruct(array.shape, array.dtype) for array in updated)
+    outputs += (jax.ShapeDtypeStruct(top_child.shape, bool),)
+    first = 8  # the updated arrays' first argument
+    call = jax.ffi.ffi_call(ROOT_UPDATE_TARGET, outputs,
+                            input_output_aliases={first + i: i for i in range(len(updated))})
+    *arrays, rebuild = call(jnp.asarray(top_child, jnp.int32), action_from_parent, current,
+                            children, invalid, value_belief, action_beliefs,
+                            jnp.asarray(kappa, jnp.float32), *updated,
+                            grid_size=np.int64(grid_size), two_player=bool(two_player))
+    return tuple(arrays), rebuild
