@@ -623,6 +623,21 @@ def fast_grid_edges(concentrations: Array, valid: Array, grid_size: int = 21) ->
     return _fast_edges(kernel[..., 0], kernel[..., 1], valid, grid_size)
 
 
+def same_fast_grid(edges: Array, other: Array) -> Array:
+    """``[...]`` bool: the grids ``edges, other [..., G]`` (``fast_grid_edges``) are the
+    same grid. A grid is fixed by its ends' whole numbers of ``_FAST_GRID_STEP`` in
+    ``t`` (``_fast_edges``), compared here, so that a grid placed by the native kernel
+    (``fast_pbest_cpu.h``, its own ``sinh``) and one placed by the array program match
+    where the two ``sinh`` differ in the last bit (``EdgeStep`` there)."""
+
+    def steps(edge):
+        return jnp.round(jnp.arcsinh(edge / _FAST_INNER) / _FAST_GRID_STEP)
+
+    ends = (slice(0, 1), slice(-1, None))
+    return jnp.all(jnp.stack([steps(edges[..., end]) == steps(other[..., end])
+                              for end in ends], axis=-1), axis=(-2, -1))
+
+
 def update_fast_aggregates(aggregates: FastAggregates, old_table: Array, old_logs: Array,
                            old_vector: Array, new: Array,
                            new_valid: Array) -> tuple[FastAggregates, Array, Array]:

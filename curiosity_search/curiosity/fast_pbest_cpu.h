@@ -410,52 +410,57 @@ void Row(const float* conc, const bool* __restrict valid, int arms, int grid_siz
 // then rate_a) and logs [W] (log F_a(s), -inf where F_a = 0, then log lower_a); an
 // invalid arm's are 0 (no mass, F = 1).
 inline void ArmTerms(float c0, float c1, bool valid, const float* edges, int grid_size,
-              float* __restrict table, float* __restrict logs) {
+                     float* __restrict table, float* __restrict logs) {
   const float alpha = valid ? std::fmax(c0, kConcentrationFloor) : 1.0f;
   const float beta = valid ? std::fmax(c1, kConcentrationFloor) : 1.0f;
   const float n = alpha + beta;
   const float log_norm = LogGamma(alpha) + LogGamma(beta) - LogGamma(n);
-  auto log_density = [alpha, beta, n, log_norm](float z) {  // best_arm._log_density
-    const float e = Exp(-std::fabs(z));
-    const float softplus = e < 1e-4f ? e - 0.5f * e * e : Log(1.0f + e);
-    return (z > 0.0f ? -beta * z : alpha * z) - n * softplus - log_norm;
-  };
   const int cells = grid_size - 1;
   const int upper_node = 3 * cells;
-  float* __restrict mass = table;  // the sub-node masses, replaced by the ratios below
+  // Three passes, the first and last vectorized over the sub-nodes: the masses (in
+  // table), the CDF at each sub-node's middle (in logs: a running sum), then the ratio
+  // and log of each. best_arm._log_density at z: the softplus as MaskedRow's.
+  for (int t = 0; t < 3; ++t) {
+#pragma omp simd
+    for (int c = 0; c < cells; ++c) {
+      const float width = edges[c + 1] - edges[c];
+      const float z = edges[c] + width * kGaussT[t];
+      const float e = Exp(-std::fabs(z));
+      const float softplus = e < 1e-4f ? e - 0.5f * e * e : Log(1.0f + e);
+      const float log_density = (z > 0.0f ? -beta * z : alpha * z) - n * softplus - log_norm;
+      table[t * cells + c] = valid ? Exp(log_density) * (width * kGaussW[t]) : 0.0f;
+    }
+  }
+  const float top = edges[grid_size - 1];
+  const float top_e = Exp(-std::fabs(top));
+  const float top_softplus = top_e < 1e-4f ? top_e - 0.5f * top_e * top_e : Log(1.0f + top_e);
+  const float tail =
+      Exp((top > 0.0f ? -beta * top : alpha * top) - n * top_softplus - log_norm) / beta;
+  const float upper = valid ? std::fmin(tail, 1.0f) : 0.0f;
   float grid_mass = 0.0f;
   for (int c = 0; c < cells; ++c) {
-    const float width = edges[c + 1] - edges[c];
-    float cell = 0.0f;
-    for (int t = 0; t < 3; ++t) {
-      const float z = edges[c] + width * kGaussT[t];
-      const float m = valid ? Exp(log_density(z)) * (width * kGaussW[t]) : 0.0f;
-      mass[t * cells + c] = m;
-      cell += m;
-    }
-    grid_mass += cell;
+    grid_mass += table[c] + table[cells + c] + table[2 * cells + c];
   }
-  const float tail = Exp(log_density(edges[grid_size - 1])) / beta;
-  const float upper = valid ? std::fmin(tail, 1.0f) : 0.0f;
   float lower = 1.0f - grid_mass - upper;
   lower = lower < 0.0f ? 0.0f : (lower > 1.0f ? 1.0f : lower);
-  mass[upper_node] = upper;
-  // The CDF at each sub-node's middle: the cell's start plus the masses before it.
-  auto store = [valid, table, logs](int s, float middle) {
-    middle = valid ? (middle < 0.0f ? 0.0f : (middle > 1.0f ? 1.0f : middle)) : 1.0f;
-    const bool zero = middle <= 0.0f;
-    table[s] = zero ? 0.0f : table[s] / middle;
-    logs[s] = zero ? -INFINITY : Log(middle);
-  };
+  table[upper_node] = upper;
   float start = lower;
   for (int c = 0; c < cells; ++c) {
-    const float first = mass[c], second = mass[cells + c], third = mass[2 * cells + c];
-    store(c, start + 0.5f * first);
-    store(cells + c, start + first + 0.5f * second);
-    store(2 * cells + c, start + first + second + 0.5f * third);
+    const float first = table[c], second = table[cells + c], third = table[2 * cells + c];
+    logs[c] = start + 0.5f * first;
+    logs[cells + c] = start + first + 0.5f * second;
+    logs[2 * cells + c] = start + first + second + 0.5f * third;
     start += first + second + third;
   }
-  store(upper_node, 1.0f - 0.5f * upper);
+  logs[upper_node] = 1.0f - 0.5f * upper;
+#pragma omp simd
+  for (int s = 0; s <= upper_node; ++s) {
+    float middle = logs[s];
+    middle = valid ? (middle < 0.0f ? 0.0f : (middle > 1.0f ? 1.0f : middle)) : 1.0f;
+    const bool zero = middle <= 0.0f;
+    table[s] = zero ? 0.0f : table[s] / (zero ? 1.0f : middle);
+    logs[s] = zero ? -INFINITY : Log(zero ? 1.0f : middle);
+  }
   table[upper_node + 1] = valid ? alpha : 0.0f;
   logs[upper_node + 1] = valid ? Log(lower > 1e-37f ? lower : 1e-37f) : 0.0f;
 }

@@ -56,6 +56,7 @@ from curiosity_search.curiosity.best_arm import (
     fast_mixture,
     fast_selection,
     in_fast_envelope,
+    same_fast_grid,
     update_fast_aggregates,
 )
 
@@ -146,7 +147,7 @@ def update_incremental(cache: SelectionCache, arm: chex.Array, concentrations: c
     """
     rows = jnp.arange(arm.shape[0])
     edges = fast_grid_edges(concentrations, valid, grid_size)
-    ok = (cache.current & jnp.all(edges == cache.aggregates.edges, axis=-1)
+    ok = (cache.current & same_fast_grid(edges, cache.aggregates.edges)
           & in_fast_envelope(concentrations, valid))
     aggregates, table, logs = update_fast_aggregates(
         cache.aggregates, cache.table, cache.logs, cache.arms[rows, arm],
