@@ -37,6 +37,20 @@ void Rows(const float* conc, const bool* valid, int64_t rows, int64_t arms, int6
   }
 }
 
+// The arms and rows of concentrations [..., A, 2] and valid [..., A], checked.
+ffi::Error RowShape(const ffi::Buffer<ffi::F32>& concentrations,
+                    const ffi::Buffer<ffi::PRED>& valid, int64_t grid_size, int64_t* arms,
+                    int64_t* rows) {
+  const auto dims = concentrations.dimensions();
+  if (dims.size() < 2 || dims[dims.size() - 1] != 2) {
+    return ffi::Error::InvalidArgument("concentrations must be [..., A, 2]");
+  }
+  if (grid_size < 2) return ffi::Error::InvalidArgument("grid_size must be >= 2");
+  *arms = dims[dims.size() - 2];
+  *rows = *arms == 0 ? 0 : static_cast<int64_t>(valid.element_count()) / *arms;
+  return ffi::Error::Success();
+}
+
 constexpr int64_t kMinRowsPerChunk = 32;
 constexpr int64_t kMinAggregateRowsPerChunk = 4;  // a row is A x W terms
 
@@ -45,13 +59,11 @@ constexpr int64_t kMinAggregateRowsPerChunk = 4;  // a row is A x W terms
 static ffi::Error FastPbestImpl(ffi::ThreadPool pool, ffi::Buffer<ffi::F32> concentrations,
                                 ffi::Buffer<ffi::PRED> valid,
                                 ffi::ResultBuffer<ffi::F32> out, int64_t grid_size) {
-  const auto dims = concentrations.dimensions();
-  if (dims.size() < 2 || dims[dims.size() - 1] != 2) {
-    return ffi::Error::InvalidArgument("concentrations must be [..., A, 2]");
+  int64_t arms, rows;
+  if (ffi::Error error = RowShape(concentrations, valid, grid_size, &arms, &rows);
+      error.failure()) {
+    return error;
   }
-  if (grid_size < 2) return ffi::Error::InvalidArgument("grid_size must be >= 2");
-  const int64_t arms = dims[dims.size() - 2];
-  const int64_t rows = arms == 0 ? 0 : static_cast<int64_t>(valid.element_count()) / arms;
   const float* conc = concentrations.typed_data();
   const bool* mask = valid.typed_data();
   float* result = out->typed_data();
@@ -81,13 +93,11 @@ static ffi::Error FastAggregatesImpl(
     ffi::ResultBuffer<ffi::F32> vector_sum, ffi::ResultBuffer<ffi::F32> lower_log,
     ffi::ResultBuffer<ffi::F32> rate_sum, ffi::ResultBuffer<ffi::F32> rate_vector,
     ffi::ResultBuffer<ffi::F32> table, ffi::ResultBuffer<ffi::F32> logs, int64_t grid_size) {
-  const auto dims = concentrations.dimensions();
-  if (dims.size() < 2 || dims[dims.size() - 1] != 2) {
-    return ffi::Error::InvalidArgument("concentrations must be [..., A, 2]");
+  int64_t arms, rows;
+  if (ffi::Error error = RowShape(concentrations, valid, grid_size, &arms, &rows);
+      error.failure()) {
+    return error;
   }
-  if (grid_size < 2) return ffi::Error::InvalidArgument("grid_size must be >= 2");
-  const int64_t arms = dims[dims.size() - 2];
-  const int64_t rows = arms == 0 ? 0 : static_cast<int64_t>(valid.element_count()) / arms;
   const int64_t subnodes = 3 * (grid_size - 1) + 1, stages = subnodes + 1;
   const float* conc = concentrations.typed_data();
   const bool* mask = valid.typed_data();

@@ -202,6 +202,32 @@ void RowEdges(const float* __restrict alpha, const float* __restrict beta,
   }
 }
 
+// The sub-nodes of the grid `edges` [G] (best_arm._fast_terms's order: 3 Gauss nodes
+// per cell, Gauss-point-major, then the upper tail at the last edge): their places
+// nodes [S], quadrature weights weights [S] (0 for the tail) and log1p(e^-|z|)
+// softplus [S].
+inline void SubNodes(const float* edges, int grid_size, float* __restrict nodes,
+                     float* __restrict weights, float* __restrict softplus) {
+  const int cells = grid_size - 1;
+  const int upper_node = 3 * cells;
+  for (int t = 0; t < 3; ++t) {
+    for (int c = 0; c < cells; ++c) {
+      const float width = edges[c + 1] - edges[c];
+      nodes[t * cells + c] = edges[c] + width * kGaussT[t];
+      weights[t * cells + c] = width * kGaussW[t];
+    }
+  }
+  nodes[upper_node] = edges[grid_size - 1];
+  weights[upper_node] = 0.0f;
+#pragma omp simd
+  for (int s = 0; s <= upper_node; ++s) {
+    // log1p(e^-|z|): log(1 + e) loses e's relative precision below ~1e-4, where the
+    // series e - e^2 / 2 is exact to float32.
+    const float e = Exp(-std::fabs(nodes[s]));
+    softplus[s] = e < 1e-4f ? e - 0.5f * e * e : Log(1.0f + e);
+  }
+}
+
 // best_arm._fast_core_array for one row: out[a] = unnormalized P(a is best), valid or
 // not (Row packs the valid ones first).
 void MaskedRow(const float* conc, const bool* __restrict valid, int arms, int grid_size,
@@ -235,22 +261,7 @@ void MaskedRow(const float* conc, const bool* __restrict valid, int arms, int gr
     mask[a] = 0.0f;
   }
   RowEdges(alpha, beta, mask, arm_slots, grid_size, edges);
-  for (int t = 0; t < 3; ++t) {
-    for (int c = 0; c < cells; ++c) {
-      const float width = edges[c + 1] - edges[c];
-      nodes[t * cells + c] = edges[c] + width * kGaussT[t];
-      weights[t * cells + c] = width * kGaussW[t];
-    }
-  }
-  nodes[upper_node] = edges[grid_size - 1];
-  weights[upper_node] = 0.0f;
-#pragma omp simd
-  for (int s = 0; s < subnodes; ++s) {
-    // log1p(e^-|z|): log(1 + e) loses e's relative precision below ~1e-4, where the
-    // series e - e^2 / 2 is exact to float32.
-    const float e = Exp(-std::fabs(nodes[s]));
-    softplus[s] = e < 1e-4f ? e - 0.5f * e * e : Log(1.0f + e);
-  }
+  SubNodes(edges, grid_size, nodes, weights, softplus);
   for (int i = 0; i < subnodes * kLanes; ++i) {
     mantissa_lanes[i] = 1.0f;
     power_lanes[i] = zero_lanes[i] = 0.0f;
@@ -557,19 +568,7 @@ inline void AggregatesRow(const float* conc, const bool* valid, int arms, int gr
     mask[a] = in_row ? 1.0f : 0.0f;
   }
   RowEdges(alpha, beta, mask, arm_slots, grid_size, g.edges);
-  const float* edges = g.edges;
-  for (int t = 0; t < 3; ++t) {
-    for (int c = 0; c < cells; ++c) {
-      const float width = edges[c + 1] - edges[c];
-      nodes[t * cells + c] = edges[c] + width * kGaussT[t];
-      weights[t * cells + c] = width * kGaussW[t];
-    }
-  }
-  nodes[upper_node] = edges[grid_size - 1];
-  for (int s = 0; s < subnodes; ++s) {
-    const float e = Exp(-std::fabs(nodes[s]));
-    softplus[s] = e < 1e-4f ? e - 0.5f * e * e : Log(1.0f + e);
-  }
+  SubNodes(g.edges, grid_size, nodes, weights, softplus);
   for (int s = 0; s < subnodes; ++s) {
     g.log_total[s] = g.zeros[s] = g.ratio_sum[s] = 0.0f;
     g.vector_sum[2 * s] = g.vector_sum[2 * s + 1] = 0.0f;
