@@ -329,39 +329,13 @@ struct RootCache {
   }
 };
 
-// One thread's copy of a row's aggregates and the arm's new terms.
+// One thread's scratch for the root update: the changed arm's new terms ([W]) and the
+// sub-node weights ([S]).
 struct RootScratch {
-  std::vector<float> log_total, zeros, ratio_sum, vector_sum, node, weights;
-  std::vector<float> new_table, new_logs;
-  float lower_log = 0.0f, rate_sum = 0.0f, rate_vector[2] = {0.0f, 0.0f};
+  std::vector<float> node, new_table, new_logs;
   explicit RootScratch(int64_t stages)
-      : log_total(stages - 1), zeros(stages - 1), ratio_sum(stages - 1),
-        vector_sum(2 * (stages - 1)), node(stages - 1), weights(stages), new_table(stages),
-        new_logs(stages) {}
-  Aggregates Copy(const Aggregates& from, int64_t subnodes) {
-    std::copy(from.log_total, from.log_total + subnodes, log_total.begin());
-    std::copy(from.zeros, from.zeros + subnodes, zeros.begin());
-    std::copy(from.ratio_sum, from.ratio_sum + subnodes, ratio_sum.begin());
-    std::copy(from.vector_sum, from.vector_sum + 2 * subnodes, vector_sum.begin());
-    lower_log = *from.lower_log;
-    rate_sum = *from.rate_sum;
-    rate_vector[0] = from.rate_vector[0];
-    rate_vector[1] = from.rate_vector[1];
-    return Aggregates{from.edges, log_total.data(), zeros.data(), ratio_sum.data(),
-                      vector_sum.data(), &lower_log, &rate_sum, rate_vector};
-  }
+      : node(stages - 1), new_table(stages), new_logs(stages) {}
 };
-
-void CopyAggregates(const Aggregates& from, const Aggregates& to, int64_t subnodes) {
-  std::copy(from.log_total, from.log_total + subnodes, to.log_total);
-  std::copy(from.zeros, from.zeros + subnodes, to.zeros);
-  std::copy(from.ratio_sum, from.ratio_sum + subnodes, to.ratio_sum);
-  std::copy(from.vector_sum, from.vector_sum + 2 * subnodes, to.vector_sum);
-  *to.lower_log = *from.lower_log;
-  *to.rate_sum = *from.rate_sum;
-  to.rate_vector[0] = from.rate_vector[0];
-  to.rate_vector[1] = from.rate_vector[1];
-}
 
 // backup._root_update's in-place part for one tree whose path reached the root's
 // child `arm` (backup._incremental_update, selection_cache.update_incremental): the
@@ -392,25 +366,27 @@ bool UpdateRoot(const Arrays& t, const RootCache& r, int64_t tree, int32_t arm, 
       step_low == EdgeStep(stored.edges[0]) && step_high == EdgeStep(stored.edges[G - 1]);
   const bool ok = r.current[tree] && kids.inside && same_grid;
 
-  // The arm's terms out, its new ones in (best_arm.update_fast_aggregates).
+  // In place unless it must be rebuilt: where not ok, or where this update proves it
+  // (a root proven before keeps its belief, and its aggregates follow its children).
+  const bool already = t.proven[node];
+  if (!ok && !already) return true;
+  const Proof proof = Prove(t, t.invalid + node * A, s);
+  if (proof.proven && !already) return true;
+
+  // The arm's terms out, its new ones in (best_arm.update_fast_aggregates), then the
+  // stage weights and the mixture.
   const int64_t slot = tree * A + arm;
   const float* vector = s.vectors.data() + 2 * arm;
   const bool valid = s.uncertain[arm];
   ArmTerms(vector[0], vector[1], valid, stored.edges, static_cast<int>(G), rs.new_table.data(),
            rs.new_logs.data());
   const float new_vector[2] = {valid ? vector[0] : 0.0f, valid ? vector[1] : 0.0f};
-  const Aggregates updated = rs.Copy(stored, S);
-  UpdateAggregates(updated, static_cast<int>(S), r.table + slot * W, r.logs + slot * W,
+  UpdateAggregates(stored, static_cast<int>(S), r.table + slot * W, r.logs + slot * W,
                    r.arms + slot * 2, rs.new_table.data(), rs.new_logs.data(), new_vector);
   float mixture[2];
-  SelectionAndMixture(updated, static_cast<int>(S), rs.node.data(), rs.weights.data(),
+  SelectionAndMixture(stored, static_cast<int>(S), rs.node.data(), r.weights + tree * W,
                       mixture);
-  const Proof proof = Prove(t, t.invalid + node * A, s);
-  const bool already = t.proven[node];
-  if (!((ok && !(already || proof.proven)) || already)) return true;
   Settle(t, node, mixture[0], mixture[1], kids.evidence, proof);
-  CopyAggregates(updated, stored, S);
-  std::copy(rs.weights.begin(), rs.weights.end(), r.weights + tree * W);
   std::copy(rs.new_table.begin(), rs.new_table.end(), r.table + slot * W);
   std::copy(rs.new_logs.begin(), rs.new_logs.end(), r.logs + slot * W);
   r.arms[slot * 2] = vector[0];
