@@ -633,9 +633,8 @@ def same_fast_grid(edges: Array, other: Array) -> Array:
     def steps(edge):
         return jnp.round(jnp.arcsinh(edge / _FAST_INNER) / _FAST_GRID_STEP)
 
-    ends = (slice(0, 1), slice(-1, None))
-    return jnp.all(jnp.stack([steps(edges[..., end]) == steps(other[..., end])
-                              for end in ends], axis=-1), axis=(-2, -1))
+    return ((steps(edges[..., 0]) == steps(other[..., 0]))
+            & (steps(edges[..., -1]) == steps(other[..., -1])))
 
 
 def update_fast_aggregates(aggregates: FastAggregates, old_table: Array, old_logs: Array,
