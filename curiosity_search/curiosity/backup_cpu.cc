@@ -524,9 +524,7 @@ static ffi::Error RootUpdateImpl(
       return ffi::Error::InvalidArgument("root update: an updated array changed size");
     }
     // The updated arrays alias their inputs; copy where XLA gave a separate buffer.
-    if ((*arg).untyped_data() != out[i]) {
-      std::memcpy(out[i], (*arg).untyped_data(), (*arg).size_bytes());
-    }
+    CopyIfApart(*arg, static_cast<char*>(out[i]));
   }
   const int64_t B = dims[0], A = dims[2];
   auto weights_arg = updated_in.get<ffi::AnyBuffer>(5);
