@@ -39,6 +39,11 @@ def _rows(regime: str, rows: int, arms: int, seed: int) -> tuple[np.ndarray, np.
         total = np.where(rng.uniform(size=(rows, arms)) < 0.5, 64.0, 1.0)
     elif regime == "identical":
         mean, total = mean[:, :1].repeat(arms, 1), total[:, :1].repeat(arms, 1)
+    elif regime == "zero_cdf":  # sharp arms near p = 1 on a grid that broad arms near
+        # p = 0 stretch far below them: the sharp arms' CDFs are exactly 0 there
+        sharp = rng.uniform(size=(rows, arms)) < 0.5
+        mean = np.where(sharp, rng.uniform(0.99, 0.999, (rows, arms)), 0.02)
+        total = np.where(sharp, 60.0, rng.uniform(0.5, 5.0, (rows, arms)))
     conc = np.maximum(np.stack([mean * total, (1.0 - mean) * total], -1), 1e-3)
     valid = rng.uniform(size=(rows, arms)) > (0.3 if regime == "masked" else 0.0)
     if regime == "one_legal":
@@ -55,12 +60,15 @@ def _normalized(p: np.ndarray) -> np.ndarray:
 
 @needs_native
 @pytest.mark.parametrize("regime", ["random", "far_below_one", "sharp_vs_flat", "identical",
-                                    "one_legal", "masked"])
+                                    "one_legal", "masked", "zero_cdf"])
 def test_native_kernel_matches_the_array_program(regime):
     """Normalized P(best) within 2e-5 of the array program at every arm count that
     meets a lane-block edge (1, 15, 16, 17, 26 for hex5, 122 for 11x11) on the default
-    grid, row by row; zero rows stay zero and invalid arms get 0."""
+    grid, row by row; zero rows stay zero and invalid arms get 0. ``zero_cdf`` (a CDF
+    exactly 0 at some sub-nodes: a mistake there costs ~0.1) within 1e-4: its sharp
+    arms' float32 sums differ between the two programs by up to ~2e-5."""
     assert native_cpu.native_available()
+    atol = 1e-4 if regime == "zero_cdf" else 2e-5
     for arms in (1, 15, 16, 17, 26, 122):
         conc, valid = _rows(regime, 48, arms, 0)
         native = np.asarray(jax.jit(
@@ -69,7 +77,7 @@ def test_native_kernel_matches_the_array_program(regime):
             lambda c, v: best_arm._fast_core_array(c, v, 21))(conc, valid))
         assert np.all(np.isfinite(native)) and np.all(native >= 0.0)
         assert np.all(native[~valid] == 0.0) and np.all(native[0] == 0.0)
-        np.testing.assert_allclose(_normalized(native), _normalized(array), atol=2e-5,
+        np.testing.assert_allclose(_normalized(native), _normalized(array), atol=atol,
                                    err_msg=f"{regime}, {arms} arms")
 
 

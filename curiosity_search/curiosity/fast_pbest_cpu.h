@@ -98,6 +98,47 @@ inline float Log(float x) {
 constexpr int kLanes = 16;
 inline int Padded(int arms) { return (arms + kLanes - 1) / kLanes * kLanes; }
 
+// One block's kLanes floats as a vector (GCC's vector extension).
+typedef float LaneVector __attribute__((vector_size(kLanes * sizeof(float))));
+typedef int32_t LaneIndex __attribute__((vector_size(kLanes * sizeof(int32_t))));
+
+// The kLanes row reductions of a [kLanes, kLanes] block (rows contiguous): out[r] = op
+// over the lanes of row r. A transposition tree: four levels, each combining two vectors
+// into one by two shuffles and one op, so the 16 rows cost 15 vector ops where 16
+// horizontal reductions (one per row) cost four dependent shuffle-and-op steps each.
+// Level k leaves 16 / 2^k partial results of each of 2^k rows in every vector; the rows
+// end in bit-reversed order, which the last shuffle undoes.
+template <typename Op>
+inline LaneVector ReduceRows(const float* __restrict rows, Op op) {
+  static_assert(kLanes == 16, "ReduceRows's shuffles are written for 16 lanes");
+  LaneVector v[kLanes];
+  for (int r = 0; r < kLanes; ++r) std::memcpy(&v[r], rows + r * kLanes, sizeof(LaneVector));
+  const LaneIndex low[4] = {
+      {0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23},
+      {0, 1, 2, 3, 16, 17, 18, 19, 8, 9, 10, 11, 24, 25, 26, 27},
+      {0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29},
+      {0, 16, 2, 18, 4, 20, 6, 22, 8, 24, 10, 26, 12, 28, 14, 30}};
+  const LaneIndex high[4] = {
+      {8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31},
+      {4, 5, 6, 7, 20, 21, 22, 23, 12, 13, 14, 15, 28, 29, 30, 31},
+      {2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31},
+      {1, 17, 3, 19, 5, 21, 7, 23, 9, 25, 11, 27, 13, 29, 15, 31}};
+  for (int level = 0, count = kLanes / 2; level < 4; ++level, count /= 2) {
+    for (int i = 0; i < count; ++i) {
+      v[i] = op(__builtin_shuffle(v[2 * i], v[2 * i + 1], low[level]),
+                __builtin_shuffle(v[2 * i], v[2 * i + 1], high[level]));
+    }
+  }
+  const LaneIndex natural = {0, 8, 4, 12, 2, 10, 6, 14, 1, 9, 5, 13, 3, 11, 7, 15};
+  return __builtin_shuffle(v[0], natural);
+}
+
+// A lane's CDF power of two gains kZeroPower for a zero CDF: a sub-node whose summed
+// power is below kZeroPowerBelow has a zero CDF in some arm (the powers of nonzero CDFs
+// sum to more than -150 per arm, far above it), so one reduction counts both.
+constexpr float kZeroPower = -16777216.0f;      // -2^24
+constexpr float kZeroPowerBelow = -8388608.0f;  // -2^23
+
 // log Gamma(x) for x >= 1e-6 to ~1e-6 absolute: the recurrence up to x + 8, then
 // Stirling's series to 1 / z^5 (truncation < 4e-10 at z >= 8). Branch-free.
 inline float LogGamma(float x) {
@@ -125,27 +166,26 @@ inline float Sinh(float t) {
 // the grid; per sub-node ([S]): its place, weight, log1p(e^-|z|), prod_b F_b; per
 // sub-node and lane ([S, kLanes]): one block's sub-node masses, the running product of
 // the CDFs over the blocks (a mantissa in [1, 2) and a power of two, so no log per
-// arm and node and no underflow), the count of zero CDFs; ratio ([blocks, S, kLanes]):
-// sub-node mass / CDF.
+// arm and node and no underflow; a zero CDF adds kZeroPower); ratio ([blocks, S,
+// kLanes]): sub-node mass / CDF. node_weight, powers and the lanes' products hold
+// Padded(S) sub-nodes (whole blocks for ReduceRows; the padding's CDFs are 1).
 struct Workspace {
-  std::vector<float> edges, nodes, weights, softplus, node_weight, powers, zeros;
+  std::vector<float> edges, nodes, weights, softplus, node_weight, powers;
   std::vector<float> alpha, beta, mask, log_norm, upper, log_lower;
-  std::vector<float> sub_mass, mantissa_lanes, power_lanes, zero_lanes, ratio;
+  std::vector<float> sub_mass, mantissa_lanes, power_lanes, ratio;
   std::vector<float> packed_conc, packed_out;  // Row's valid arms, packed ([2 A], [A])
   std::vector<int> packed_arm;                 // their places in the row ([A])
   std::unique_ptr<bool[]> packed_valid;        // all true ([A])
   void Resize(int arms, int grid_size) {
     const int subnodes = 3 * (grid_size - 1) + 1;
     const int arm_slots = Padded(arms);
-    for (auto* v : {&nodes, &weights, &softplus, &node_weight, &powers, &zeros}) {
-      v->assign(subnodes, 0.0f);
-    }
+    for (auto* v : {&nodes, &weights, &softplus}) v->assign(subnodes, 0.0f);
+    for (auto* v : {&node_weight, &powers}) v->assign(Padded(subnodes), 0.0f);
     for (auto* v : {&alpha, &beta, &mask, &log_norm, &upper, &log_lower}) {
       v->assign(arm_slots, 0.0f);
     }
-    for (auto* v : {&sub_mass, &mantissa_lanes, &power_lanes, &zero_lanes}) {
-      v->assign(subnodes * kLanes, 0.0f);
-    }
+    sub_mass.assign(subnodes * kLanes, 0.0f);
+    for (auto* v : {&mantissa_lanes, &power_lanes}) v->assign(Padded(subnodes) * kLanes, 0.0f);
     edges.assign(grid_size, 0.0f);
     ratio.assign(static_cast<size_t>(arm_slots) * subnodes, 0.0f);
     packed_conc.assign(2 * arms, 0.0f);
@@ -249,7 +289,6 @@ void MaskedRow(const float* conc, const bool* __restrict valid, int arms, int gr
   float* __restrict sub_mass = w.sub_mass.data();
   float* __restrict mantissa_lanes = w.mantissa_lanes.data();
   float* __restrict power_lanes = w.power_lanes.data();
-  float* __restrict zero_lanes = w.zero_lanes.data();
   float* __restrict edges = w.edges.data();
   for (int a = 0; a < arms; ++a) {
     alpha[a] = conc[2 * a];
@@ -262,9 +301,9 @@ void MaskedRow(const float* conc, const bool* __restrict valid, int arms, int gr
   }
   RowEdges(alpha, beta, mask, arm_slots, grid_size, edges);
   SubNodes(edges, grid_size, nodes, weights, softplus);
-  for (int i = 0; i < subnodes * kLanes; ++i) {
+  for (int i = 0; i < Padded(subnodes) * kLanes; ++i) {
     mantissa_lanes[i] = 1.0f;
-    power_lanes[i] = zero_lanes[i] = 0.0f;
+    power_lanes[i] = 0.0f;
   }
   // Per arm: log B(alpha, beta) and the exact upper tail beyond the last edge (>= logit
   // 20, exponential with rate beta).
@@ -311,7 +350,6 @@ void MaskedRow(const float* conc, const bool* __restrict valid, int arms, int gr
       float* __restrict r = ratio + s * kLanes;
       float* __restrict mantissas = mantissa_lanes + s * kLanes;
       float* __restrict powers = power_lanes + s * kLanes;
-      float* __restrict zeros = zero_lanes + s * kLanes;
 #pragma omp simd
       for (int l = 0; l < kLanes; ++l) {
         float m = m_[l] > 0.0f ? middle[l] : 1.0f;
@@ -323,8 +361,8 @@ void MaskedRow(const float* conc, const bool* __restrict valid, int arms, int gr
         const bool subnormal = safe < 1.17549435e-38f;
         const int32_t bits = AsInt(mantissas[l] * (subnormal ? safe * 8388608.0f : safe));
         mantissas[l] = AsFloat((bits & 0x007fffff) | 0x3f800000);
-        powers[l] += static_cast<float>(((bits >> 23) & 0xff) - 127) - (subnormal ? 23.0f : 0.0f);
-        zeros[l] += zero ? 1.0f : 0.0f;
+        powers[l] += static_cast<float>(((bits >> 23) & 0xff) - 127) -
+                     (subnormal ? 23.0f : 0.0f) + (zero ? kZeroPower : 0.0f);
       }
     };
     for (int c = 0; c < cells; ++c) {
@@ -346,26 +384,22 @@ void MaskedRow(const float* conc, const bool* __restrict valid, int arms, int gr
     }
     take(upper_node, tail_middle);
   }
-  // prod_b F_b at every sub-node, scaled by its peak; then the mixture.
+  // prod_b F_b at every sub-node (16 mantissas < 2^16: no overflow), scaled by its
+  // peak; then the mixture.
   float* __restrict powers = w.powers.data();
-  float* __restrict zeros = w.zeros.data();
-  for (int s = 0; s < subnodes; ++s) {
-    float product = 1.0f, power = 0.0f, zero = 0.0f;  // 16 mantissas < 2^16: no overflow
-#pragma omp simd reduction(* : product) reduction(+ : power, zero)
-    for (int l = 0; l < kLanes; ++l) {
-      product *= mantissa_lanes[s * kLanes + l];
-      power += power_lanes[s * kLanes + l];
-      zero += zero_lanes[s * kLanes + l];
-    }
-    node_weight[s] = product;
-    powers[s] = power;
-    zeros[s] = zero;
+  for (int s = 0; s < subnodes; s += kLanes) {
+    const LaneVector product =
+        ReduceRows(mantissa_lanes + s * kLanes, [](LaneVector x, LaneVector y) { return x * y; });
+    const LaneVector power =
+        ReduceRows(power_lanes + s * kLanes, [](LaneVector x, LaneVector y) { return x + y; });
+    std::memcpy(node_weight + s, &product, sizeof(product));
+    std::memcpy(powers + s, &power, sizeof(power));
   }
   float peak = -INFINITY;
 #pragma omp simd reduction(max : peak)
   for (int s = 0; s < subnodes; ++s) {
     const float total = Log(node_weight[s]) + 0.693147180559945309f * powers[s];
-    node_weight[s] = zeros[s] > 0.0f ? -INFINITY : total;
+    node_weight[s] = powers[s] < kZeroPowerBelow ? -INFINITY : total;
     peak = peak > node_weight[s] ? peak : node_weight[s];
   }
   if (!std::isfinite(peak)) peak = 0.0f;
