@@ -134,9 +134,9 @@ Children GatherChildren(const Arrays& t, int64_t tree, int64_t parent, Scratch& 
     s.exact[a] = exact;
     s.uncertain[a] = uncertain;
     kids.has_uncertain = kids.has_uncertain || uncertain;
-    if (exact) kids.best_exact = std::fmax(kids.best_exact, score);
-    const float k0 = uncertain ? std::fmax(c0, kConcentrationFloor) : 1.0f;
-    const float k1 = uncertain ? std::fmax(c1, kConcentrationFloor) : 1.0f;
+    if (exact) kids.best_exact = Max(kids.best_exact, score);
+    const float k0 = uncertain ? Max(c0, kConcentrationFloor) : 1.0f;
+    const float k1 = uncertain ? Max(c1, kConcentrationFloor) : 1.0f;
     s.conc[2 * a] = k0;
     s.conc[2 * a + 1] = k1;
     kids.inside = kids.inside && (!uncertain || InFastEnvelope(k0, k1));
@@ -160,7 +160,7 @@ Proof Prove(const Arrays& t, const bool* invalid, const Scratch& s) {
     any_win = any_win || (proven && s.child_score[a] >= 1.0f);
     all_proven = all_proven && (proven || invalid[a]);
     any_legal = any_legal || !invalid[a];
-    if (proven) best = std::fmax(best, s.child_score[a]);
+    if (proven) best = Max(best, s.child_score[a]);
   }
   all_proven = all_proven && any_legal;
   int32_t shortest = std::numeric_limits<int32_t>::max(), longest = -1;

@@ -28,9 +28,16 @@ constexpr float kGaussT[3] = {0.5f - 0.5f * 0.7745966692414834f, 0.5f,
                               0.5f + 0.5f * 0.7745966692414834f};
 constexpr float kGaussW[3] = {5.0f / 18.0f, 8.0f / 18.0f, 5.0f / 18.0f};
 
+// The larger / smaller of two floats, one instruction: std::fmax / fmin are library
+// calls (GCC does not inline them, for their NaN rule), one per arm and sub-node in the
+// loops below, and they keep those loops scalar. With a NaN in `a` (none reaches
+// them), the result is b, as std::fmax(a, b)'s.
+inline float Max(float a, float b) { return a > b ? a : b; }
+inline float Min(float a, float b) { return a < b ? a : b; }
+
 // best_arm.in_fast_envelope for one arm's floored concentrations.
 inline bool InFastEnvelope(float alpha, float beta) {
-  return std::fmin(alpha, beta) >= kFastMinConcentration && alpha + beta <= kFastMaxTotal;
+  return Min(alpha, beta) >= kFastMinConcentration && alpha + beta <= kFastMaxTotal;
 }
 
 inline float AsFloat(int32_t bits) {
@@ -216,8 +223,8 @@ void GridSteps(const float* __restrict alpha, const float* __restrict beta,
     low = low > arm_low ? low : arm_low;
     high = high > arm_high ? high : arm_high;
   }
-  high = std::fmax(high, kTail);
-  low = std::fmin(low, high - 1.0f);
+  high = Max(high, kTail);
+  low = Min(low, high - 1.0f);
   *step_low = std::floor(std::asinh(low / kInner) / kGridStep);
   *step_high = std::ceil(std::asinh(high / kInner) / kGridStep);
 }
@@ -410,7 +417,7 @@ void MaskedRow(const float* conc, const bool* __restrict valid, int arms, int gr
     rate_sum += mask[a] * alpha[a];
     lower_log_sum += log_lower[a];
   }
-  const float share_scale = Exp(lower_log_sum - peak) / std::fmax(rate_sum, 1e-30f);
+  const float share_scale = Exp(lower_log_sum - peak) / Max(rate_sum, 1e-30f);
   for (int block = 0; block < arm_slots; block += kLanes) {
     const float* __restrict ratio = w.ratio.data() + static_cast<size_t>(block) * subnodes;
     float sum[kLanes];
@@ -456,8 +463,8 @@ void Row(const float* conc, const bool* __restrict valid, int arms, int grid_siz
 // invalid arm's are 0 (no mass, F = 1).
 inline void ArmTerms(float c0, float c1, bool valid, const float* edges, int grid_size,
                      float* __restrict table, float* __restrict logs) {
-  const float alpha = valid ? std::fmax(c0, kConcentrationFloor) : 1.0f;
-  const float beta = valid ? std::fmax(c1, kConcentrationFloor) : 1.0f;
+  const float alpha = valid ? Max(c0, kConcentrationFloor) : 1.0f;
+  const float beta = valid ? Max(c1, kConcentrationFloor) : 1.0f;
   const float n = alpha + beta;
   const float log_norm = LogGamma(alpha) + LogGamma(beta) - LogGamma(n);
   const int cells = grid_size - 1;
@@ -481,7 +488,7 @@ inline void ArmTerms(float c0, float c1, bool valid, const float* edges, int gri
   const float top_softplus = top_e < 1e-4f ? top_e - 0.5f * top_e * top_e : Log(1.0f + top_e);
   const float tail =
       Exp((top > 0.0f ? -beta * top : alpha * top) - n * top_softplus - log_norm) / beta;
-  const float upper = valid ? std::fmin(tail, 1.0f) : 0.0f;
+  const float upper = valid ? Min(tail, 1.0f) : 0.0f;
   float grid_mass = 0.0f;
   for (int c = 0; c < cells; ++c) {
     grid_mass += table[c] + table[cells + c] + table[2 * cells + c];
@@ -552,22 +559,23 @@ inline void UpdateAggregates(const Aggregates& g, int subnodes, const float* old
 inline void SelectionAndMixture(const Aggregates& g, int subnodes, float* __restrict node,
                          float* __restrict weights, float* __restrict mixture) {
   float peak = *g.lower_log;
+#pragma omp simd reduction(max : peak)
   for (int s = 0; s < subnodes; ++s) {
     node[s] = g.zeros[s] > 0.5f ? -INFINITY : g.log_total[s];
-    peak = std::fmax(peak, node[s]);
+    peak = peak > node[s] ? peak : node[s];
   }
   if (!std::isfinite(peak)) peak = 0.0f;
   for (int s = 0; s < subnodes; ++s) node[s] = Exp(node[s] - peak);
   const float lower = Exp(*g.lower_log - peak);
   float numerator0 = 0.0f, numerator1 = 0.0f, denominator = 0.0f;
   for (int s = 0; s < subnodes; ++s) {
-    weights[s] = node[s] * std::fmax(g.ratio_sum[s], 0.0f);
+    weights[s] = node[s] * Max(g.ratio_sum[s], 0.0f);
     numerator0 += node[s] * g.vector_sum[2 * s];
     numerator1 += node[s] * g.vector_sum[2 * s + 1];
     denominator += node[s] * g.ratio_sum[s];
   }
   weights[subnodes] = lower;
-  const float share = lower / std::fmax(*g.rate_sum, 1e-30f);
+  const float share = lower / Max(*g.rate_sum, 1e-30f);
   numerator0 += share * g.rate_vector[0];
   numerator1 += share * g.rate_vector[1];
   denominator += lower;
@@ -597,8 +605,8 @@ inline void AggregatesRow(const float* conc, const bool* valid, int arms, int gr
   float* __restrict sub_mass = w.sub_mass.data();
   for (int a = 0; a < arm_slots; ++a) {
     const bool in_row = a < arms && valid[a];
-    alpha[a] = in_row ? std::fmax(conc[2 * a], kConcentrationFloor) : 1.0f;
-    beta[a] = in_row ? std::fmax(conc[2 * a + 1], kConcentrationFloor) : 1.0f;
+    alpha[a] = in_row ? Max(conc[2 * a], kConcentrationFloor) : 1.0f;
+    beta[a] = in_row ? Max(conc[2 * a + 1], kConcentrationFloor) : 1.0f;
     mask[a] = in_row ? 1.0f : 0.0f;
   }
   RowEdges(alpha, beta, mask, arm_slots, grid_size, g.edges);

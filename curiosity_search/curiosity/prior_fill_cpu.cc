@@ -37,8 +37,8 @@ bool PriorRow(const float* priors, const bool* invalid, int actions, int grid_si
               float* out) {
   for (int a = 0; a < actions; ++a) {
     legal[a] = !invalid[a];
-    const float k0 = legal[a] ? std::fmax(priors[2 * a], kConcentrationFloor) : 1.0f;
-    const float k1 = legal[a] ? std::fmax(priors[2 * a + 1], kConcentrationFloor) : 1.0f;
+    const float k0 = legal[a] ? Max(priors[2 * a], kConcentrationFloor) : 1.0f;
+    const float k1 = legal[a] ? Max(priors[2 * a + 1], kConcentrationFloor) : 1.0f;
     if (legal[a] && !InFastEnvelope(k0, k1)) return false;
     conc[2 * a] = k0;
     conc[2 * a + 1] = k1;
