@@ -105,9 +105,16 @@ inline float Log(float x) {
 constexpr int kLanes = 16;
 inline int Padded(int arms) { return (arms + kLanes - 1) / kLanes * kLanes; }
 
-// One block's kLanes floats as a vector (GCC's vector extension).
+// One block's kLanes floats as a vector (the GCC / clang vector extension).
 typedef float LaneVector __attribute__((vector_size(kLanes * sizeof(float))));
 typedef int32_t LaneIndex __attribute__((vector_size(kLanes * sizeof(int32_t))));
+
+// Lanes of two vectors picked by constant indices (< kLanes: the first, else the second).
+#if defined(__clang__)
+#define CURIOSITY_SHUFFLE(a, b, ...) __builtin_shufflevector(a, b, __VA_ARGS__)
+#else  // GCC (its __builtin_shufflevector only from GCC 12)
+#define CURIOSITY_SHUFFLE(a, b, ...) __builtin_shuffle(a, b, LaneIndex{__VA_ARGS__})
+#endif
 
 // The kLanes row reductions of a [kLanes, kLanes] block (rows contiguous): out[r] = op
 // over the lanes of row r. A transposition tree: four levels, each combining two vectors
@@ -120,25 +127,31 @@ inline LaneVector ReduceRows(const float* __restrict rows, Op op) {
   static_assert(kLanes == 16, "ReduceRows's shuffles are written for 16 lanes");
   LaneVector v[kLanes];
   for (int r = 0; r < kLanes; ++r) std::memcpy(&v[r], rows + r * kLanes, sizeof(LaneVector));
-  const LaneIndex low[4] = {
-      {0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23},
-      {0, 1, 2, 3, 16, 17, 18, 19, 8, 9, 10, 11, 24, 25, 26, 27},
-      {0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29},
-      {0, 16, 2, 18, 4, 20, 6, 22, 8, 24, 10, 26, 12, 28, 14, 30}};
-  const LaneIndex high[4] = {
-      {8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31},
-      {4, 5, 6, 7, 20, 21, 22, 23, 12, 13, 14, 15, 28, 29, 30, 31},
-      {2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31},
-      {1, 17, 3, 19, 5, 21, 7, 23, 9, 25, 11, 27, 13, 29, 15, 31}};
-  for (int level = 0, count = kLanes / 2; level < 4; ++level, count /= 2) {
-    for (int i = 0; i < count; ++i) {
-      v[i] = op(__builtin_shuffle(v[2 * i], v[2 * i + 1], low[level]),
-                __builtin_shuffle(v[2 * i], v[2 * i + 1], high[level]));
-    }
+  for (int i = 0; i < 8; ++i) {
+    const LaneVector a = v[2 * i], b = v[2 * i + 1];
+    v[i] = op(CURIOSITY_SHUFFLE(a, b, 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23),
+              CURIOSITY_SHUFFLE(a, b, 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30,
+                                31));
   }
-  const LaneIndex natural = {0, 8, 4, 12, 2, 10, 6, 14, 1, 9, 5, 13, 3, 11, 7, 15};
-  return __builtin_shuffle(v[0], natural);
+  for (int i = 0; i < 4; ++i) {
+    const LaneVector a = v[2 * i], b = v[2 * i + 1];
+    v[i] = op(CURIOSITY_SHUFFLE(a, b, 0, 1, 2, 3, 16, 17, 18, 19, 8, 9, 10, 11, 24, 25, 26, 27),
+              CURIOSITY_SHUFFLE(a, b, 4, 5, 6, 7, 20, 21, 22, 23, 12, 13, 14, 15, 28, 29, 30,
+                                31));
+  }
+  for (int i = 0; i < 2; ++i) {
+    const LaneVector a = v[2 * i], b = v[2 * i + 1];
+    v[i] = op(CURIOSITY_SHUFFLE(a, b, 0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29),
+              CURIOSITY_SHUFFLE(a, b, 2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30,
+                                31));
+  }
+  const LaneVector a = v[0], b = v[1];
+  const LaneVector last =
+      op(CURIOSITY_SHUFFLE(a, b, 0, 16, 2, 18, 4, 20, 6, 22, 8, 24, 10, 26, 12, 28, 14, 30),
+         CURIOSITY_SHUFFLE(a, b, 1, 17, 3, 19, 5, 21, 7, 23, 9, 25, 11, 27, 13, 29, 15, 31));
+  return CURIOSITY_SHUFFLE(last, last, 0, 8, 4, 12, 2, 10, 6, 14, 1, 9, 5, 13, 3, 11, 7, 15);
 }
+#undef CURIOSITY_SHUFFLE
 
 // A lane's CDF power of two gains kZeroPower for a zero CDF: a sub-node whose summed
 // power is below kZeroPowerBelow has a zero CDF in some arm (the powers of nonzero CDFs
