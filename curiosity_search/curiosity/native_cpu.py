@@ -63,16 +63,17 @@ CACHE_ENV = "CURIOSITY_SEARCH_NATIVE_CACHE"
 DEFAULT_CACHE_DIR = pathlib.Path.home() / ".cache" / "curiosity_search" / "native"
 _FOLDER = pathlib.Path(__file__).parent
 SOURCES = (_FOLDER / "fast_pbest_cpu.cc", _FOLDER / "backup_cpu.cc",
-           _FOLDER / "prior_fill_cpu.cc")
+           _FOLDER / "prior_fill_cpu.cc", _FOLDER / "draw_cpu.cc")
 HEADERS = (_FOLDER / "fast_pbest_cpu.h", _FOLDER / "custom_call_cpu.h")
 TARGET = "curiosity_fast_pbest"
 BACKUP_TARGET = "curiosity_backup"
 PRIOR_FILL_TARGET = "curiosity_prior_fill"
 ROOT_UPDATE_TARGET = "curiosity_root_update"
 AGGREGATES_TARGET = "curiosity_fast_aggregates"
+DRAW_TARGET = "curiosity_draw"
 _HANDLERS = {TARGET: "CuriosityFastPbest", BACKUP_TARGET: "CuriosityBackup",
              PRIOR_FILL_TARGET: "CuriosityPriorFill", ROOT_UPDATE_TARGET: "CuriosityRootUpdate",
-             AGGREGATES_TARGET: "CuriosityFastAggregates"}
+             AGGREGATES_TARGET: "CuriosityFastAggregates", DRAW_TARGET: "CuriosityDraw"}
 _FLAGS = ("-O3", "-march=native", "-fopenmp-simd", "-fno-math-errno", "-fno-trapping-math",
           "-std=c++17", "-shared", "-fPIC")
 
@@ -181,6 +182,17 @@ def native_fast_aggregates(concentrations: Array, valid: Array,
         vmap_method="broadcast_all")
     return call(jnp.asarray(concentrations, jnp.float32), jnp.asarray(valid, bool),
                 grid_size=np.int64(grid_size))
+
+
+def native_draw(weights: Array, table: Array, uniform: Array) -> Array:
+    """``policy._draw`` by the native pass (``draw_cpu.cc``): the action ``[...]`` int32
+    a two-stage inverse-CDF draw of ``uniform [...]`` picks from selection caches'
+    ``weights [..., W]`` and ``table [..., A, W]``. CPU only; call ``native_available()``
+    first."""
+    call = jax.ffi.ffi_call(DRAW_TARGET, jax.ShapeDtypeStruct(uniform.shape, jnp.int32),
+                            vmap_method="broadcast_all")
+    return call(jnp.asarray(weights, jnp.float32), jnp.asarray(table, jnp.float32),
+                jnp.asarray(uniform, jnp.float32))
 
 
 def native_backup_levels(leaf: Array, parents: Array, children: Array, invalid: Array,
