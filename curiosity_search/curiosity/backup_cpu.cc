@@ -329,12 +329,14 @@ struct RootCache {
   }
 };
 
-// One thread's scratch for the root update: the changed arm's new terms ([W]) and the
-// sub-node weights ([S]).
+// One thread's scratch for the root update: the changed arm's new terms ([W]), the
+// sub-node weights ([S]) and the stored grid's sub-nodes (SubNodes: places, quadrature
+// weights, softplus [S]).
 struct RootScratch {
-  std::vector<float> node, new_table, new_logs;
+  std::vector<float> node, new_table, new_logs, places, quadrature, softplus;
   explicit RootScratch(int64_t stages)
-      : node(stages - 1), new_table(stages), new_logs(stages) {}
+      : node(stages - 1), new_table(stages), new_logs(stages), places(stages - 1),
+        quadrature(stages - 1), softplus(stages - 1) {}
 };
 
 // backup._root_update's in-place part for one tree whose path reached the root's
@@ -378,8 +380,10 @@ bool UpdateRoot(const Arrays& t, const RootCache& r, int64_t tree, int32_t arm, 
   const int64_t slot = tree * A + arm;
   const float* vector = s.vectors.data() + 2 * arm;
   const bool valid = s.uncertain[arm];
-  ArmTerms(vector[0], vector[1], valid, stored.edges, static_cast<int>(G), rs.new_table.data(),
-           rs.new_logs.data());
+  SubNodes(stored.edges, static_cast<int>(G), rs.places.data(), rs.quadrature.data(),
+           rs.softplus.data());
+  ArmTerms(vector[0], vector[1], valid, rs.places.data(), rs.quadrature.data(),
+           rs.softplus.data(), static_cast<int>(G), rs.new_table.data(), rs.new_logs.data());
   const float new_vector[2] = {valid ? vector[0] : 0.0f, valid ? vector[1] : 0.0f};
   UpdateAggregates(stored, static_cast<int>(S), r.table + slot * W, r.logs + slot * W,
                    r.arms + slot * 2, rs.new_table.data(), rs.new_logs.data(), new_vector);

@@ -471,11 +471,12 @@ void Row(const float* conc, const bool* __restrict valid, int arms, int grid_siz
 // stored terms per arm.
 
 // best_arm.fast_arm_terms for one arm (best_arm._fast_terms, step for step): its terms
-// on the grid `edges` [G] from its raw concentrations (c0, c1): table [W] (ratio_a(s),
-// then rate_a) and logs [W] (log F_a(s), -inf where F_a = 0, then log lower_a); an
-// invalid arm's are 0 (no mass, F = 1).
-inline void ArmTerms(float c0, float c1, bool valid, const float* edges, int grid_size,
-                     float* __restrict table, float* __restrict logs) {
+// on a grid, given as SubNodes's nodes, weights and softplus [S], from its raw
+// concentrations (c0, c1): table [W] (ratio_a(s), then rate_a) and logs [W] (log
+// F_a(s), -inf where F_a = 0, then log lower_a); an invalid arm's are 0 (no mass, F = 1).
+inline void ArmTerms(float c0, float c1, bool valid, const float* __restrict nodes,
+                     const float* __restrict weights, const float* __restrict softplus,
+                     int grid_size, float* __restrict table, float* __restrict logs) {
   const float alpha = valid ? Max(c0, kConcentrationFloor) : 1.0f;
   const float beta = valid ? Max(c1, kConcentrationFloor) : 1.0f;
   const float n = alpha + beta;
@@ -484,23 +485,15 @@ inline void ArmTerms(float c0, float c1, bool valid, const float* edges, int gri
   const int upper_node = 3 * cells;
   // Three passes, the first and last vectorized over the sub-nodes: the masses (in
   // table), the CDF at each sub-node's middle (in logs: a running sum), then the ratio
-  // and log of each. best_arm._log_density at z: the softplus as MaskedRow's.
-  for (int t = 0; t < 3; ++t) {
+  // and log of each. best_arm._log_density at the sub-nodes.
+  auto log_density = [&](int s) {
+    const float z = nodes[s];
+    return (z > 0.0f ? -beta * z : alpha * z) - n * softplus[s] - log_norm;
+  };
+  const float mass = valid ? 1.0f : 0.0f;  // a factor, not a branch: the loop vectorizes
 #pragma omp simd
-    for (int c = 0; c < cells; ++c) {
-      const float width = edges[c + 1] - edges[c];
-      const float z = edges[c] + width * kGaussT[t];
-      const float e = Exp(-std::fabs(z));
-      const float softplus = e < 1e-4f ? e - 0.5f * e * e : Log(1.0f + e);
-      const float log_density = (z > 0.0f ? -beta * z : alpha * z) - n * softplus - log_norm;
-      table[t * cells + c] = valid ? Exp(log_density) * (width * kGaussW[t]) : 0.0f;
-    }
-  }
-  const float top = edges[grid_size - 1];
-  const float top_e = Exp(-std::fabs(top));
-  const float top_softplus = top_e < 1e-4f ? top_e - 0.5f * top_e * top_e : Log(1.0f + top_e);
-  const float tail =
-      Exp((top > 0.0f ? -beta * top : alpha * top) - n * top_softplus - log_norm) / beta;
+  for (int s = 0; s < upper_node; ++s) table[s] = Exp(log_density(s)) * weights[s] * mass;
+  const float tail = Exp(log_density(upper_node)) / beta;
   const float upper = valid ? Min(tail, 1.0f) : 0.0f;
   float grid_mass = 0.0f;
   for (int c = 0; c < cells; ++c) {
@@ -549,14 +542,24 @@ inline void UpdateAggregates(const Aggregates& g, int subnodes, const float* old
                       const float* new_logs, const float* new_vector) {
   auto finite = [](float log) { return std::isinf(log) ? 0.0f : log; };
   auto zero = [](float log) { return std::isinf(log) ? 1.0f : 0.0f; };
+  // Distinct arrays (restrict, so the loop vectorizes).
+  float* __restrict log_total = g.log_total;
+  float* __restrict zeros = g.zeros;
+  float* __restrict ratio_sum = g.ratio_sum;
+  float* __restrict vector_sum = g.vector_sum;
+  const float* __restrict old_ratio = old_table;
+  const float* __restrict old_log = old_logs;
+  const float* __restrict new_ratio = new_table;
+  const float* __restrict new_log = new_logs;
+  const float old0 = old_vector[0], old1 = old_vector[1];
+  const float new0 = new_vector[0], new1 = new_vector[1];
+#pragma omp simd
   for (int s = 0; s < subnodes; ++s) {
-    g.log_total[s] = g.log_total[s] - finite(old_logs[s]) + finite(new_logs[s]);
-    g.zeros[s] = g.zeros[s] - zero(old_logs[s]) + zero(new_logs[s]);
-    g.ratio_sum[s] = g.ratio_sum[s] - old_table[s] + new_table[s];
-    for (int k = 0; k < 2; ++k) {
-      g.vector_sum[2 * s + k] = g.vector_sum[2 * s + k] - old_table[s] * old_vector[k] +
-                                new_table[s] * new_vector[k];
-    }
+    log_total[s] = log_total[s] - finite(old_log[s]) + finite(new_log[s]);
+    zeros[s] = zeros[s] - zero(old_log[s]) + zero(new_log[s]);
+    ratio_sum[s] = ratio_sum[s] - old_ratio[s] + new_ratio[s];
+    vector_sum[2 * s] = vector_sum[2 * s] - old_ratio[s] * old0 + new_ratio[s] * new0;
+    vector_sum[2 * s + 1] = vector_sum[2 * s + 1] - old_ratio[s] * old1 + new_ratio[s] * new1;
   }
   *g.lower_log = *g.lower_log - old_logs[subnodes] + new_logs[subnodes];
   *g.rate_sum = *g.rate_sum - old_table[subnodes] + new_table[subnodes];
