@@ -44,8 +44,15 @@ int32_t CountAtMost(const float* running, int64_t count, float target) {
   return static_cast<int32_t>(std::min<int64_t>(at_most, count - 1));
 }
 
-int32_t DrawRow(const float* weights, const float* table, int64_t actions, int64_t stages,
-                float uniform, std::vector<float>& running) {
+// The first stage of one row's draw: the stage `uniform` picks over the running sum of
+// weights [W] and its position inside that stage's interval.
+struct Stage {
+  int32_t stage;
+  float inside;
+};
+
+Stage DrawStage(const float* weights, int64_t stages, float uniform,
+                std::vector<float>& running) {
   float sum = 0.0f;
   for (int64_t s = 0; s < stages; ++s) running[s] = sum += weights[s];
   const float target = uniform * running[stages - 1];
@@ -53,11 +60,24 @@ int32_t DrawRow(const float* weights, const float* table, int64_t actions, int64
   const float high = running[stage];
   const float low = stage > 0 ? running[stage - 1] : 0.0f;
   const float width = high - low;
-  float inside = width > 0.0f ? (target - low) / width : uniform;
-  inside = std::min(std::max(inside, 0.0f), kBelowOne);
-  sum = 0.0f;
-  for (int64_t a = 0; a < actions; ++a) running[a] = sum += table[a * stages + stage];
-  return CountAtMost(running.data(), actions, inside * running[actions - 1]);
+  const float inside = width > 0.0f ? (target - low) / width : uniform;
+  return Stage{stage, std::min(std::max(inside, 0.0f), kBelowOne)};
+}
+
+// The second stage: the action `inside` picks over the running sum of column `stage`
+// of table [A, W].
+int32_t DrawAction(const float* table, int64_t actions, int64_t stages, Stage stage,
+                   std::vector<float>& running) {
+  float sum = 0.0f;
+  for (int64_t a = 0; a < actions; ++a) running[a] = sum += table[a * stages + stage.stage];
+  return CountAtMost(running.data(), actions, stage.inside * running[actions - 1]);
+}
+
+// A column of a many-stage table is one float per cache line: ask for the next row's
+// lines while this row's are summed.
+void PrefetchColumn(const float* table, int64_t actions, int64_t stages, int32_t stage) {
+  if (stages == 1) return;  // contiguous: the hardware prefetcher sees it
+  for (int64_t a = 0; a < actions; ++a) __builtin_prefetch(table + a * stages + stage);
 }
 
 }  // namespace
@@ -81,9 +101,14 @@ static ffi::Error DrawImpl(ffi::ThreadPool pool, ffi::Buffer<ffi::F32> weights,
   int32_t* out = action->typed_data();
   ParallelChunks(pool, rows, kMinRowsPerChunk, [=](int64_t begin, int64_t end) {
     std::vector<float> running(std::max(actions, stages));
+    Stage next = DrawStage(w + begin * stages, stages, u[begin], running);
     for (int64_t r = begin; r < end; ++r) {
-      out[r] = DrawRow(w + r * stages, t + r * actions * stages, actions, stages, u[r],
-                       running);
+      const Stage stage = next;
+      if (r + 1 < end) {
+        next = DrawStage(w + (r + 1) * stages, stages, u[r + 1], running);
+        PrefetchColumn(t + (r + 1) * actions * stages, actions, stages, next.stage);
+      }
+      out[r] = DrawAction(t + r * actions * stages, actions, stages, stage, running);
     }
   });
   return ffi::Error::Success();
