@@ -255,8 +255,9 @@ def cumulative_probability(probability: Array) -> Array:
 
     ``jnp.cumsum`` (a left-to-right sum per entry), so the result is non-decreasing and
     an entry with probability 0 repeats its predecessor exactly, which
-    ``inverse_cdf_index`` relies on to never return it. Computed once per cached
-    P(best) (not per draw), so ``cumsum``'s cost on XLA:CPU does not matter here.
+    ``inverse_cdf_index`` relies on to never return it. XLA:CPU lowers ``cumsum`` to a
+    padded reduce-window, slow per draw; a curiosity search's draws therefore run a
+    native pass on the CPU (``policy._draw``).
     """
     return jnp.cumsum(jnp.asarray(probability, jnp.float32), axis=-1)
 
