@@ -54,6 +54,12 @@ def test_native_draw_matches_the_array_program_on_exact_sums(arms, stages):
         assert int(native_cpu.native_draw(weights[r], table[r], uniform[r])) == int(array[r])
 
 
+def test_native_draw_of_no_rows_is_empty():
+    draws = native_cpu.native_draw(np.zeros((0, 4), np.float32), np.zeros((0, 3, 4), np.float32),
+                                   np.zeros((0,), np.float32))
+    assert draws.shape == (0,) and draws.dtype == np.int32
+
+
 def test_native_draw_follows_its_mixture_and_never_draws_a_zero():
     # Arbitrary floats (not exact sums): the draws' frequencies are the two-stage
     # mixture's, and boundaries never reach a zero-probability entry.

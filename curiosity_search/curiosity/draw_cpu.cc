@@ -100,6 +100,7 @@ static ffi::Error DrawImpl(ffi::ThreadPool pool, ffi::Buffer<ffi::F32> weights,
   const float* u = uniform.typed_data();
   int32_t* out = action->typed_data();
   ParallelChunks(pool, rows, kMinRowsPerChunk, [=](int64_t begin, int64_t end) {
+    if (begin >= end) return;  // no rows (an empty batch): nothing to read
     std::vector<float> running(std::max(actions, stages));
     Stage next = DrawStage(w + begin * stages, stages, u[begin], running);
     for (int64_t r = begin; r < end; ++r) {
