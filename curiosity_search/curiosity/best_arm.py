@@ -477,12 +477,9 @@ def _fast_core(concentrations: Array, valid: Array, grid_size: int) -> Array:
     ``fast_pbest_cpu.cc``: the same computation as one loop per row), elsewhere by the
     array program
     (``_fast_core_array``)."""
-    if not native_cpu.native_available():
-        return _fast_core_array(concentrations, valid, grid_size)
-    return jax.lax.platform_dependent(
-        concentrations, valid,
-        cpu=lambda conc, mask: native_cpu.native_fast_core(conc, mask, grid_size),
-        default=lambda conc, mask: _fast_core_array(conc, mask, grid_size))
+    return native_cpu.native_or_array(
+        lambda conc, mask: native_cpu.native_fast_core(conc, mask, grid_size),
+        lambda conc, mask: _fast_core_array(conc, mask, grid_size), concentrations, valid)
 
 
 def _fast_core_array(concentrations: Array, valid: Array, grid_size: int) -> Array:
@@ -577,9 +574,6 @@ def fast_aggregates(concentrations: Array, valid: Array,
     (``_fast_aggregates_array``)."""
     concentrations = jnp.asarray(concentrations, jnp.float32)
     valid = jnp.asarray(valid, bool)
-    if not native_cpu.native_available():
-        return _fast_aggregates_array(concentrations, valid, grid_size)
-
     def native(concentrations, valid):
         (edges, log_total, zeros, ratio_sum, vector_sum, lower_log, rate_sum, rate_vector,
          table, logs) = native_cpu.native_fast_aggregates(concentrations, valid, grid_size)
@@ -589,9 +583,9 @@ def fast_aggregates(concentrations: Array, valid: Array,
                                     rate_vector=rate_vector)
         return aggregates, table, logs
 
-    return jax.lax.platform_dependent(
-        concentrations, valid, cpu=native,
-        default=lambda conc, mask: _fast_aggregates_array(conc, mask, grid_size))
+    return native_cpu.native_or_array(
+        native, lambda conc, mask: _fast_aggregates_array(conc, mask, grid_size),
+        concentrations, valid)
 
 
 def _fast_aggregates_array(concentrations: Array, valid: Array,

@@ -158,6 +158,16 @@ def native_available() -> bool:
     return True
 
 
+def native_or_array(native, array, *args):
+    """``native(*args)`` where the program runs on the CPU and the native library is
+    available, else ``array(*args)``: one ``jax.lax.platform_dependent``, so a program
+    lowered for another platform holds only the array program, and one without the
+    library never refers to its custom calls."""
+    if not native_available():
+        return array(*args)
+    return jax.lax.platform_dependent(*args, cpu=native, default=array)
+
+
 def native_fast_core(concentrations: Array, valid: Array, grid_size: int) -> Array:
     """``best_arm._fast_core`` by the native kernel: unnormalized ``P [..., A]`` for
     ``concentrations [..., A, 2]`` (floored, a stand-in for invalid arms) and ``valid

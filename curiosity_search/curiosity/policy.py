@@ -174,11 +174,8 @@ def _draw(cache, uniform: chex.Array) -> chex.Array:
     ``draw_cpu.cc``: the same rules with left-to-right running sums; XLA:CPU's
     ``cumsum`` made these draws ~10% of an 11x11 search's time).
     """
-    if not native_cpu.native_available():
-        return beliefs.two_stage_index(cache.weights, cache.table, uniform)
-    return jax.lax.platform_dependent(cache.weights, cache.table, uniform,
-                                      cpu=native_cpu.native_draw,
-                                      default=beliefs.two_stage_index)
+    return native_cpu.native_or_array(native_cpu.native_draw, beliefs.two_stage_index,
+                                      cache.weights, cache.table, uniform)
 
 
 def root_is_proven(tree: Tree) -> chex.Array:
