@@ -31,6 +31,15 @@ def test_bench_train_reports_the_loop_and_the_phases():
     expected = positions / (row["iteration_seconds"] + row["host_seconds"])
     assert math.isclose(row["positions_per_sec"], expected, rel_tol=0.01, abs_tol=0.1)
     assert 0 < row["selfplay_fraction"] < 1
+    assert row["curiosity_passes"] == ""  # not a curiosity config
+
+
+def test_rows_record_which_curiosity_passes_ran():
+    """``curiosity_passes`` in the bench CSVs: the native passes on a CPU with the
+    library, the array programs on any other platform."""
+    expected = "native" if native_cpu.native_available() else "array"
+    assert native_cpu.passes_on("cpu") == expected
+    assert native_cpu.passes_on("gpu") == native_cpu.passes_on("tpu") == "array"
 
 
 def test_compare_train_alternates_abba_and_divides_by_the_baseline_mean():

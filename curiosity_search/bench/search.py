@@ -42,6 +42,7 @@ from curiosity_search.curiosity import (
     BeliefRootFnOutput,
     CuriosityOptions,
     curiosity_policy,
+    native_cpu,
 )
 from curiosity_search.nets.belief_head import BeliefBounds, split_belief_outputs
 from curiosity_search.search import policies
@@ -228,10 +229,13 @@ def bench_search(
       ``num_simulations``, ``seconds``, ``sims_per_sec``, ``tree_bytes``,
       ``speed_ratio`` and ``memory_ratio`` (ours / baseline; 1 for mctx rows), ``device``,
       ``options`` (the curiosity row's non-default options and kappa, e.g.
-      ``pbest_updates=incremental kappa=4.0``; empty for the others).
+      ``pbest_updates=incremental kappa=4.0``; empty for the others) and
+      ``curiosity_passes`` (the curiosity row's: ``native_cpu.passes_on``, ``native``
+      or ``array``; empty for the others).
     """
     say = print_fn or (lambda _: None)
     device = jax.devices()[0].platform
+    passes = native_cpu.passes_on(device)
     unknown = sorted(set(rules) - set(OURS))
     if unknown:
         raise ValueError(f"unknown rules {unknown}; choose from {sorted(OURS)}")
@@ -285,6 +289,7 @@ def bench_search(
                     "tree_bytes": tree_nbytes(outputs[name].search_tree),
                     "device": device,
                     "options": options_text.get(name, ""),
+                    "curiosity_passes": passes if name in BELIEF_RULES else "",
                 }
                 base = measured.get(row["baseline"], row)
                 row["speed_ratio"] = row["sims_per_sec"] / base["sims_per_sec"]

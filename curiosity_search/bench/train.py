@@ -114,7 +114,11 @@ def bench_train(cfg: Any, repeats: int = 3) -> dict[str, Any]:
        ``flops_per_iteration`` (self-play evaluations plus updates) and
        ``flops_per_sec`` over the user's iteration. A chip's peak rate divided into
        ``flops_per_sec`` is the fraction of peak the whole training step reaches.
+    4. ``curiosity_passes`` (curiosity configs; empty otherwise): the implementation of
+       the search's CPU passes that ran, ``native`` or ``array``
+       (``curiosity.native_cpu.passes_on``).
     """
+    from curiosity_search.curiosity import native_cpu
     from curiosity_search.train.trainer import build_trainer
 
     rows = _user_loop(cfg, 1 + repeats)
@@ -190,6 +194,8 @@ def bench_train(cfg: Any, repeats: int = 3) -> dict[str, Any]:
         "flops_per_sec": _significant(flops_per_iteration / user_seconds),
         "device": jax.devices()[0].platform,
         "num_devices": jax.device_count(),
+        "curiosity_passes": (native_cpu.passes_on(jax.devices()[0].platform)
+                             if cfg.search.rule == "curiosity" else ""),
     }
 
 

@@ -158,6 +158,13 @@ def native_available() -> bool:
     return True
 
 
+def passes_on(platform: str) -> str:
+    """Which implementation a program lowered for ``platform`` runs where
+    ``native_or_array`` chooses: ``"native"`` (this library's CPU passes) or
+    ``"array"`` (the array programs). Benchmarks record it beside their timings."""
+    return "native" if platform == "cpu" and native_available() else "array"
+
+
 def native_or_array(native, array, *args):
     """``native(*args)`` where the program runs on the CPU and the native library is
     available, else ``array(*args)``: one ``jax.lax.platform_dependent``, so a program
