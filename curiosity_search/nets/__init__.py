@@ -9,7 +9,6 @@ from curiosity_search.nets.models import (
     NetworkOutput,
     ResNetTrunk,
     belief_size,
-    belief_to_value,
     make_network,
 )
 from curiosity_search.nets.presets import (
@@ -42,7 +41,6 @@ __all__ = [
     "TinyResNet",
     "belief_size",
     "bounded_belief",
-    "belief_to_value",
     "forward_flops",
     "make_network",
     "make_preset",
