@@ -7,10 +7,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from curiosity_search.curiosity import beliefs
 from curiosity_search.nets import (
     PRESETS,
     NetworkOutput,
+    belief_to_value,
     forward_flops,
     make_network,
     make_preset,
@@ -77,7 +77,7 @@ def test_output_shapes_and_ranges(trunk, value_head, extras, game):
             totals = jnp.sum(output.value_belief, -1)  # bounded: [floor, cap] = [1, 16]
             assert bool(jnp.all((totals >= 1.0 - 1e-5) & (totals <= 16.0 + 1e-4))), totals
             np.testing.assert_allclose(
-                output.value, beliefs.to_value(output.value_belief), rtol=1e-5, atol=1e-6
+                output.value, belief_to_value(output.value_belief), rtol=1e-5, atol=1e-6
             )
         if action_values:
             assert output.action_beliefs.shape == (BATCH, num_actions, num_classes)
@@ -118,6 +118,12 @@ def test_bfloat16_compute_close_to_float32(trunk):
         assert b.dtype == jnp.float32
         np.testing.assert_allclose(a, b, atol=0.1, rtol=0.1)
 
+
+def test_belief_to_value():
+    beta = jnp.array([[3.0, 1.0], [1.0, 1.0]])
+    np.testing.assert_allclose(belief_to_value(beta), [0.5, 0.0])
+    dirichlet = jnp.array([[2.0, 1.0, 1.0], [0.5, 3.0, 0.5], [1.0, 0.0, 3.0]])
+    np.testing.assert_allclose(belief_to_value(dirichlet), [0.25, 0.0, -0.5])
 
 
 def test_invalid_configurations_raise():

@@ -9,6 +9,7 @@ from curiosity_search.nets.models import (
     NetworkOutput,
     ResNetTrunk,
     belief_size,
+    belief_to_value,
     make_network,
 )
 from curiosity_search.nets.presets import (
@@ -41,6 +42,7 @@ __all__ = [
     "TinyResNet",
     "belief_size",
     "bounded_belief",
+    "belief_to_value",
     "forward_flops",
     "make_network",
     "make_preset",

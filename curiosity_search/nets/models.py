@@ -32,13 +32,15 @@ import flax.struct
 import jax
 import jax.numpy as jnp
 
-from curiosity_search.curiosity.beliefs import to_value
 from curiosity_search.nets.belief_head import BeliefBounds, belief_head_bias, split_belief_outputs
 from curiosity_search.nets.conv import CONV_GRADIENTS, conv_function
 
 VALUE_HEADS = ("scalar", "beta", "dirichlet")
 TRUNKS = ("resnet", "mlp")
 COMPUTE_DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}
+
+# Score of each outcome class for the player to move: (win, loss) and (win, draw, loss).
+_OUTCOME_SCORES = {2: (1.0, 0.0), 3: (1.0, 0.5, 0.0)}
 
 
 @flax.struct.dataclass
@@ -68,6 +70,20 @@ class NetworkOutput:
 def belief_size(value_head: str) -> int:
     """K for a value head: 2 for "beta", 3 for "dirichlet", 1 for "scalar"."""
     return {"scalar": 1, "beta": 2, "dirichlet": 3}[value_head]
+
+
+def belief_to_value(concentrations: jax.Array) -> jax.Array:
+    """Scalar value ``2 * E[win + draw / 2] - 1`` of Beta / Dirichlet beliefs.
+
+    Args:
+        concentrations: ``[..., K]`` with K = 2 (win, loss) or K = 3 (win, draw, loss).
+
+    Returns:
+        ``[...]`` in [-1, 1].
+    """
+    scores = jnp.asarray(_OUTCOME_SCORES[concentrations.shape[-1]], concentrations.dtype)
+    mean_score = (concentrations @ scores) / jnp.sum(concentrations, axis=-1)
+    return 2.0 * mean_score - 1.0
 
 
 # Belief output layers start 10x smaller than LeCun (variance / 100), so together with
@@ -257,7 +273,7 @@ class Network(nn.Module):
                 name="value_head",
             )(features)
             value_belief = split_belief_outputs(raw, 1, num_classes, self.belief_bounds)[:, 0]
-            value = to_value(value_belief)
+            value = belief_to_value(value_belief)
 
         action_beliefs = None
         if self.action_values:
