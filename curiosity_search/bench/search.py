@@ -235,7 +235,6 @@ def bench_search(
     """
     say = print_fn or (lambda _: None)
     device = jax.devices()[0].platform
-    passes = native_cpu.passes_on(device)
     unknown = sorted(set(rules) - set(OURS))
     if unknown:
         raise ValueError(f"unknown rules {unknown}; choose from {sorted(OURS)}")
@@ -289,7 +288,8 @@ def bench_search(
                     "tree_bytes": tree_nbytes(outputs[name].search_tree),
                     "device": device,
                     "options": options_text.get(name, ""),
-                    "curiosity_passes": passes if name in BELIEF_RULES else "",
+                    "curiosity_passes": (native_cpu.passes_on(device)
+                                         if name in BELIEF_RULES else ""),
                 }
                 base = measured.get(row["baseline"], row)
                 row["speed_ratio"] = row["sims_per_sec"] / base["sims_per_sec"]
