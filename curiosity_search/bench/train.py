@@ -114,10 +114,11 @@ def bench_train(cfg: Any, repeats: int = 3) -> dict[str, Any]:
        ``flops_per_iteration`` (self-play evaluations plus updates) and
        ``flops_per_sec`` over the user's iteration. A chip's peak rate divided into
        ``flops_per_sec`` is the fraction of peak the whole training step reaches.
-    4. ``curiosity_passes`` (curiosity configs; empty otherwise): the implementation of
-       the search's CPU passes that ran, ``native`` or ``array``
-       (``curiosity.native_cpu.passes_on``).
+    4. ``curiosity_passes`` (rules with belief heads, ``rules.SearchRule.beliefs``;
+       empty otherwise): the implementation of the curiosity search's CPU passes that
+       ran, ``native`` or ``array`` (``curiosity.native_cpu.passes_on``).
     """
+    from curiosity_search import rules
     from curiosity_search.curiosity import native_cpu
     from curiosity_search.train.trainer import build_trainer
 
@@ -161,6 +162,7 @@ def bench_train(cfg: Any, repeats: int = 3) -> dict[str, Any]:
     compute = _compute(cfg, trainer, state.params)
     evaluations = compute.network_evaluations
     flops_per_iteration = (evaluations + compute.update_forwards) * compute.forward_flops
+    platform = jax.devices()[0].platform
     return {
         "config": getattr(cfg, "name", None),
         "env": cfg.env.name if cfg.env.name != "hex" else f"hex{cfg.env.size}",
@@ -192,10 +194,10 @@ def bench_train(cfg: Any, repeats: int = 3) -> dict[str, Any]:
         "selfplay_evaluations_per_sec": round(evaluations / best["selfplay_seconds"], 1),
         "flops_per_iteration": _significant(flops_per_iteration),
         "flops_per_sec": _significant(flops_per_iteration / user_seconds),
-        "device": jax.devices()[0].platform,
+        "device": platform,
         "num_devices": jax.device_count(),
-        "curiosity_passes": (native_cpu.passes_on(jax.devices()[0].platform)
-                             if cfg.search.rule == "curiosity" else ""),
+        "curiosity_passes": (native_cpu.passes_on(platform)
+                             if rules.get_rule(cfg.search.rule).beliefs else ""),
     }
 
 
