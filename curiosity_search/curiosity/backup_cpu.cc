@@ -339,6 +339,102 @@ struct RootScratch {
         quadrature(stages - 1), softplus(stages - 1) {}
 };
 
+// Whether the grid the fast kernel would place now for the root's children (their
+// floored concentrations alpha, beta and mask [slots] in the workspace) is the stored
+// one, compared in grid steps (selection_cache.fast_grid_edges, same_fast_grid).
+bool SameGrid(Workspace& w, int slots, const Aggregates& stored, int64_t grid_size) {
+  float step_low, step_high;
+  GridSteps(w.alpha.data(), w.beta.data(), w.mask.data(), slots, &step_low, &step_high);
+  return step_low == EdgeStep(stored.edges[0]) &&
+         step_high == EdgeStep(stored.edges[grid_size - 1]);
+}
+
+// The in-place root update's writes (best_arm.update_fast_aggregates, then the stage
+// weights, the mixture and the root's settled belief): the child `arm`'s terms out,
+// its new ones (its parameter vector c0, c1, counted where `valid`) in.
+void WriteRootInPlace(const Arrays& t, const RootCache& r, int64_t tree, int32_t arm,
+                      float c0, float c1, bool valid, int32_t evidence, const Proof& proof,
+                      RootScratch& rs) {
+  const int64_t A = t.actions, G = t.grid_size, W = r.stages, S = W - 1;
+  const int64_t node = tree * t.nodes + kRoot;
+  const Aggregates stored = r.Row(tree, G);
+  const int64_t slot = tree * A + arm;
+  SubNodes(stored.edges, static_cast<int>(G), rs.places.data(), rs.quadrature.data(),
+           rs.softplus.data());
+  ArmTerms(c0, c1, valid, rs.places.data(), rs.quadrature.data(), rs.softplus.data(),
+           static_cast<int>(G), rs.new_table.data(), rs.new_logs.data());
+  const float new_vector[2] = {valid ? c0 : 0.0f, valid ? c1 : 0.0f};
+  UpdateAggregates(stored, static_cast<int>(S), r.table + slot * W, r.logs + slot * W,
+                   r.arms + slot * 2, rs.new_table.data(), rs.new_logs.data(), new_vector);
+  float mixture[2];
+  SelectionAndMixture(stored, static_cast<int>(S), rs.node.data(), r.weights + tree * W,
+                      mixture);
+  Settle(t, node, mixture[0], mixture[1], evidence, proof);
+  std::copy(rs.new_table.begin(), rs.new_table.end(), r.table + slot * W);
+  std::copy(rs.new_logs.begin(), rs.new_logs.end(), r.logs + slot * W);
+  r.arms[slot * 2] = c0;
+  r.arms[slot * 2 + 1] = c1;
+  r.arms_valid[slot] = valid;
+}
+
+// The root's update in the usual case, without gathering its children's beliefs and
+// proofs: its cache is current, it is unproven, no child is proven and the child `arm`
+// is legal and inside the fast envelope. Then every other child is as the cache's
+// `arms` (only `arm` changed since the cache was current), inside the envelope (the
+// cache is current) and counted (legal, unproven); no child proves the root (none is
+// proven); so the grid is placed from the cache's arms, and only the children's visits
+// (the evidence) are gathered. Same writes as UpdateRoot's in-place update. False,
+// nothing written, where UpdateRoot must decide.
+bool UpdateRootUsual(const Arrays& t, const RootCache& r, int64_t tree, int32_t arm,
+                     Scratch& s, RootScratch& rs) {
+  const int64_t A = t.actions;
+  const int64_t node = tree * t.nodes + kRoot;
+  if (!r.current[tree] || t.proven[node]) return false;
+  const int32_t* children = t.children + node * A;
+  const bool* invalid = t.invalid + node * A;
+  if (invalid[arm]) return false;
+  // Branch-free (which children are expanded follows no pattern).
+  const int32_t* visits = t.visits + tree * t.nodes;
+  const bool* proven = t.proven + tree * t.nodes;
+  int32_t evidence = 0, proven_children = 0;
+  for (int64_t a = 0; a < A; ++a) {
+    const int32_t index = children[a];
+    const bool expanded = index != kUnvisited;
+    const int32_t safe = expanded ? index : 0;
+    evidence += expanded ? visits[safe] : 0;
+    proven_children += expanded && proven[safe];
+  }
+  if (proven_children > 0) return false;
+  // The changed child's belief from the root's mover's view (GatherChildren's).
+  const int32_t index = children[arm];
+  float c0, c1;
+  if (index != kUnvisited) {
+    const float* searched = t.belief + (tree * t.nodes + index) * 2;
+    c0 = t.two_player ? searched[1] : searched[0];
+    c1 = t.two_player ? searched[0] : searched[1];
+  } else {
+    c0 = t.action_beliefs[(node * A + arm) * 2];
+    c1 = t.action_beliefs[(node * A + arm) * 2 + 1];
+  }
+  const float k0 = Max(c0, kConcentrationFloor), k1 = Max(c1, kConcentrationFloor);
+  if (!InFastEnvelope(k0, k1)) return false;
+  Workspace& w = s.workspace;
+  const int slots = Padded(static_cast<int>(A));
+  const float* arms = r.arms + tree * A * 2;
+  for (int64_t a = 0; a < slots; ++a) {
+    const bool counted = a < A && !invalid[a];
+    const bool changed = a == arm;
+    const float stored0 = a < A ? arms[2 * a] : 1.0f, stored1 = a < A ? arms[2 * a + 1] : 1.0f;
+    w.alpha[a] = changed ? k0 : (counted ? Max(stored0, kConcentrationFloor) : 1.0f);
+    w.beta[a] = changed ? k1 : (counted ? Max(stored1, kConcentrationFloor) : 1.0f);
+    w.mask[a] = counted ? 1.0f : 0.0f;
+  }
+  if (!SameGrid(w, slots, r.Row(tree, t.grid_size), t.grid_size)) return false;
+  WriteRootInPlace(t, r, tree, arm, c0, c1, true, evidence,
+                   Proof{false, 0.0f, kNoProofLength}, rs);
+  return true;
+}
+
 // backup._root_update's in-place part for one tree whose path reached the root's
 // child `arm` (backup._incremental_update, selection_cache.update_incremental): the
 // root's visit counted, its aggregates updated for that one child, its belief settled.
@@ -347,12 +443,11 @@ struct RootScratch {
 // visit is written, and backup.py rebuilds it.
 bool UpdateRoot(const Arrays& t, const RootCache& r, int64_t tree, int32_t arm, Scratch& s,
                 RootScratch& rs) {
-  const int64_t A = t.actions, G = t.grid_size, W = r.stages, S = W - 1;
+  const int64_t A = t.actions;
   const int64_t node = tree * t.nodes + kRoot;
   t.visits[node] += 1;
+  if (UpdateRootUsual(t, r, tree, arm, s, rs)) return false;
   const Children kids = GatherChildren(t, tree, kRoot, s);
-  // The grid the fast kernel would place now (selection_cache.fast_grid_edges), compared
-  // in grid steps with the stored one.
   Workspace& w = s.workspace;
   const int slots = Padded(static_cast<int>(A));
   for (int64_t a = 0; a < slots; ++a) {
@@ -361,11 +456,7 @@ bool UpdateRoot(const Arrays& t, const RootCache& r, int64_t tree, int32_t arm, 
     w.beta[a] = in_row ? s.conc[2 * a + 1] : 1.0f;
     w.mask[a] = in_row && s.uncertain[a] ? 1.0f : 0.0f;
   }
-  float step_low, step_high;
-  GridSteps(w.alpha.data(), w.beta.data(), w.mask.data(), slots, &step_low, &step_high);
-  const Aggregates stored = r.Row(tree, G);
-  const bool same_grid =
-      step_low == EdgeStep(stored.edges[0]) && step_high == EdgeStep(stored.edges[G - 1]);
+  const bool same_grid = SameGrid(w, slots, r.Row(tree, t.grid_size), t.grid_size);
   const bool ok = r.current[tree] && kids.inside && same_grid;
 
   // In place unless it must be rebuilt: where not ok, or where this update proves it
@@ -374,28 +465,8 @@ bool UpdateRoot(const Arrays& t, const RootCache& r, int64_t tree, int32_t arm, 
   if (!ok && !already) return true;
   const Proof proof = Prove(t, t.invalid + node * A, s);
   if (proof.proven && !already) return true;
-
-  // The arm's terms out, its new ones in (best_arm.update_fast_aggregates), then the
-  // stage weights and the mixture.
-  const int64_t slot = tree * A + arm;
-  const float* vector = s.vectors.data() + 2 * arm;
-  const bool valid = s.uncertain[arm];
-  SubNodes(stored.edges, static_cast<int>(G), rs.places.data(), rs.quadrature.data(),
-           rs.softplus.data());
-  ArmTerms(vector[0], vector[1], valid, rs.places.data(), rs.quadrature.data(),
-           rs.softplus.data(), static_cast<int>(G), rs.new_table.data(), rs.new_logs.data());
-  const float new_vector[2] = {valid ? vector[0] : 0.0f, valid ? vector[1] : 0.0f};
-  UpdateAggregates(stored, static_cast<int>(S), r.table + slot * W, r.logs + slot * W,
-                   r.arms + slot * 2, rs.new_table.data(), rs.new_logs.data(), new_vector);
-  float mixture[2];
-  SelectionAndMixture(stored, static_cast<int>(S), rs.node.data(), r.weights + tree * W,
-                      mixture);
-  Settle(t, node, mixture[0], mixture[1], kids.evidence, proof);
-  std::copy(rs.new_table.begin(), rs.new_table.end(), r.table + slot * W);
-  std::copy(rs.new_logs.begin(), rs.new_logs.end(), r.logs + slot * W);
-  r.arms[slot * 2] = vector[0];
-  r.arms[slot * 2 + 1] = vector[1];
-  r.arms_valid[slot] = valid;
+  WriteRootInPlace(t, r, tree, arm, s.vectors[2 * arm], s.vectors[2 * arm + 1],
+                   s.uncertain[arm], kids.evidence, proof, rs);
   return false;
 }
 
