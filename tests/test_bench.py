@@ -112,3 +112,26 @@ def test_with_free_pbest_stands_in_for_every_pbest_kernel(monkeypatch):
             trace(num_outcomes)
         with pytest.raises(AssertionError, match="P\\(best\\) kernel was reached"):
             trace(num_outcomes)
+
+
+def test_search_rounds_are_interleaved_and_their_ratios_paired():
+    """``bench search``'s timing: every run once per round, in order, after a warm-up
+    call each; ``median_round_ratio`` pairs the two policies' times round by round."""
+    from curiosity_search.bench.search import (
+        interleaved_min_seconds,
+        interleaved_seconds,
+        median_round_ratio,
+    )
+
+    calls = []
+    runs = {name: functools.partial(calls.append, name) for name in ("base", "mine")}
+    seconds = interleaved_seconds(runs, repeats=3)
+    assert calls == ["base", "mine"] * 4  # the warm-up round, then three timed
+    assert [len(times) for times in seconds.values()] == [3, 3]
+    assert interleaved_min_seconds(runs, 2).keys() == {"base", "mine"}
+    # Round by round: 2/4, 1/4, 8/4 -> median 0.5; the fastest rounds' 1/4 pairs
+    # different rounds.
+    assert median_round_ratio([4.0, 4.0, 4.0], [2.0, 1.0, 8.0]) == 0.5
+    assert median_round_ratio([2.0, 4.0], [1.0, 4.0]) == 0.75
+    with pytest.raises(ValueError, match="same number of rounds"):
+        median_round_ratio([1.0], [1.0, 2.0])

@@ -3,7 +3,10 @@
 The model is pgx Hex 11x11 (``pgx.make("hex")``; its ``step`` is the dynamics) plus a
 2-layer MLP over the observation with fixed random parameters: the same
 ``recurrent_fn`` for every search, in one process. Each (batch, simulations) point
-compiles each policy once, warms it up, then times ``repeats`` searches.
+compiles each policy once, warms it up, then times ``repeats`` rounds, each running
+every policy once. A ratio against a baseline is read two ways: from the two policies'
+fastest rounds (``speed_ratio``), and as the median over rounds of the ratio within a
+round (``speed_ratio_round_median``), which a slow spell of a shared machine moves less.
 
 ``bench_search`` writes ``results/bench/search_<device>.csv`` and prints the ratios
 against ``mctx.muzero_policy`` (for PUCT-style rules) and ``mctx.gumbel_muzero_policy``
@@ -24,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import statistics
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -183,18 +187,37 @@ def make_hex_belief_model(hidden: int = 64, seed: int = 0):
     return _search_model(env, params, evaluate, BeliefRootFnOutput, BeliefRecurrentFnOutput)
 
 
-def interleaved_min_seconds(runs: dict[str, Callable[[], Any]], repeats: int) -> dict[str, float]:
-    """Compiles and warms every run, then times them in interleaved rounds; keeps the
-    fastest round of each (robust to other processes sharing the CPU)."""
+def interleaved_seconds(runs: dict[str, Callable[[], Any]],
+                        repeats: int) -> dict[str, list[float]]:
+    """Compiles and warms every run, then times them in ``repeats`` interleaved rounds
+    (every run once per round); returns each run's seconds, one per round, in order."""
     for run in runs.values():
         jax.block_until_ready(run())
-    best = {name: float("inf") for name in runs}
+    seconds: dict[str, list[float]] = {name: [] for name in runs}
     for _ in range(repeats):
         for name, run in runs.items():
             start = time.perf_counter()
             jax.block_until_ready(run())
-            best[name] = min(best[name], time.perf_counter() - start)
-    return best
+            seconds[name].append(time.perf_counter() - start)
+    return seconds
+
+
+def interleaved_min_seconds(runs: dict[str, Callable[[], Any]], repeats: int) -> dict[str, float]:
+    """``interleaved_seconds``'s fastest round of each run (robust to other processes
+    sharing the CPU)."""
+    return {name: min(times) for name, times in interleaved_seconds(runs, repeats).items()}
+
+
+def median_round_ratio(seconds: Sequence[float], baseline_seconds: Sequence[float]) -> float:
+    """The median over rounds of ``baseline / seconds`` (a speed ratio), each round's
+    two times taken within that round: a slow spell of a shared machine that spans a
+    round slows both, where the fastest rounds of the two may come from different
+    spells. ``[R]`` seconds each, in round order."""
+    if len(seconds) != len(baseline_seconds) or not seconds:
+        raise ValueError(f"need the same number of rounds, got {len(seconds)} and "
+                         f"{len(baseline_seconds)}")
+    pairs = zip(seconds, baseline_seconds, strict=True)
+    return statistics.median(base / own for own, base in pairs)
 
 
 def bench_search(
@@ -227,7 +250,9 @@ def bench_search(
     Returns:
       One row per (policy, batch, simulations): ``policy``, ``baseline``, ``batch``,
       ``num_simulations``, ``seconds``, ``sims_per_sec``, ``tree_bytes``,
-      ``speed_ratio`` and ``memory_ratio`` (ours / baseline; 1 for mctx rows), ``device``,
+      ``speed_ratio`` and ``memory_ratio`` (ours / baseline, from the fastest rounds; 1
+      for mctx rows), ``speed_ratio_round_median`` (``median_round_ratio``: the median
+      over rounds of the round's speed ratio), ``device``,
       ``options`` (the curiosity row's non-default options and kappa, e.g.
       ``pbest_updates=incremental kappa=4.0``; empty for the others) and
       ``curiosity_passes`` (the curiosity row's: ``native_cpu.passes_on``, ``native``
@@ -274,7 +299,8 @@ def bench_search(
                 runs[name] = functools.partial(
                     run, params, jax.random.PRNGKey(2), root, invalid
                 )
-            seconds = interleaved_min_seconds(runs, repeats)
+            round_seconds = interleaved_seconds(runs, repeats)
+            seconds = {name: min(times) for name, times in round_seconds.items()}
             measured: dict[str, dict[str, Any]] = {}
             for name in names:
                 outputs[name] = runs[name]()
@@ -293,12 +319,15 @@ def bench_search(
                 }
                 base = measured.get(row["baseline"], row)
                 row["speed_ratio"] = row["sims_per_sec"] / base["sims_per_sec"]
+                row["speed_ratio_round_median"] = median_round_ratio(
+                    round_seconds[name], round_seconds[row["baseline"]])
                 row["memory_ratio"] = row["tree_bytes"] / base["tree_bytes"]
                 measured[name] = row
                 rows.append(row)
                 say(
                     f"B={batch:4d} sims={sims:4d} {name:13s} {row['sims_per_sec']:10.0f} sims/s"
                     f"  x{row['speed_ratio']:.3g} vs {row['baseline']}"
+                    f" (rounds' median x{row['speed_ratio_round_median']:.3g})"
                     f"  tree {row['tree_bytes'] / 2**20:7.2f} MiB (x{row['memory_ratio']:.2f})"
                 )
     if out_dir is not None:
