@@ -47,7 +47,9 @@ def _search(options, *, batch_size, num_actions, num_simulations, log_total_rang
 
 @pytest.mark.parametrize("pbest_updates,log_total_range,terminal_fraction,two_player", [
     ("full", (-1.0, 3.5), 0.15, True),        # inside the fast envelope: all native
-    ("full", (-1.0, 6.0), 0.15, True),        # many rows outside: trees fall back
+    # Many rows outside: trees fall back (slow; the test after this one checks the
+    # fallback directly).
+    pytest.param("full", (-1.0, 6.0), 0.15, True, marks=pytest.mark.slow),
     ("incremental", (-1.0, 3.5), 0.1, True),  # the root updated apart
     ("incremental", (-1.0, 6.0), 0.15, True),  # roots outside the envelope: rebuilds
     # No terminals, so no proofs: most root updates take the usual path (backup_cpu.cc,
