@@ -100,27 +100,35 @@ struct Children {
   bool has_uncertain = false;
 };
 
+// Child `a` of the node at flat index `node` (in tree `tree`), whose node index is
+// `index` (kUnvisited if not expanded): its parameter vector from the node's mover's
+// view, the search belief if expanded, else the node's prior Q_a (backup._children).
+inline void ChildVector(const Arrays& t, int64_t tree, int64_t node, int64_t a, int32_t index,
+                        float* c0, float* c1) {
+  if (index != kUnvisited) {
+    const float* searched = t.belief + (tree * t.nodes + index) * 2;
+    *c0 = t.two_player ? searched[1] : searched[0];
+    *c1 = t.two_player ? searched[0] : searched[1];
+  } else {
+    const float* prior = t.action_beliefs + (node * t.actions + a) * 2;
+    *c0 = prior[0];
+    *c1 = prior[1];
+  }
+}
+
 Children GatherChildren(const Arrays& t, int64_t tree, int64_t parent, Scratch& s) {
   const int64_t A = t.actions;
   const int64_t node = tree * t.nodes + parent;
   const int32_t* children = t.children + node * A;
   const bool* invalid = t.invalid + node * A;
-  const float* priors = t.action_beliefs + node * A * 2;
   Children kids;
   for (int64_t a = 0; a < A; ++a) {
     const int32_t index = children[a];
     const bool expanded = index != kUnvisited;
     const int64_t child = tree * t.nodes + (expanded ? index : 0);
     float c0, c1;
-    if (expanded) {
-      const float* searched = t.belief + child * 2;
-      c0 = t.two_player ? searched[1] : searched[0];
-      c1 = t.two_player ? searched[0] : searched[1];
-      kids.evidence += t.visits[child];
-    } else {
-      c0 = priors[2 * a];
-      c1 = priors[2 * a + 1];
-    }
+    ChildVector(t, tree, node, a, index, &c0, &c1);
+    if (expanded) kids.evidence += t.visits[child];
     const bool legal = !invalid[a];
     const bool proven = expanded && t.proven[child] && legal;
     const float score = t.two_player ? 1.0f - t.score[child] : t.score[child];
@@ -405,17 +413,8 @@ bool UpdateRootUsual(const Arrays& t, const RootCache& r, int64_t tree, int32_t 
     proven_children += expanded && proven[safe];
   }
   if (proven_children > 0) return false;
-  // The changed child's belief from the root's mover's view (GatherChildren's).
-  const int32_t index = children[arm];
   float c0, c1;
-  if (index != kUnvisited) {
-    const float* searched = t.belief + (tree * t.nodes + index) * 2;
-    c0 = t.two_player ? searched[1] : searched[0];
-    c1 = t.two_player ? searched[0] : searched[1];
-  } else {
-    c0 = t.action_beliefs[(node * A + arm) * 2];
-    c1 = t.action_beliefs[(node * A + arm) * 2 + 1];
-  }
+  ChildVector(t, tree, node, arm, children[arm], &c0, &c1);
   const float k0 = Max(c0, kConcentrationFloor), k1 = Max(c1, kConcentrationFloor);
   if (!InFastEnvelope(k0, k1)) return false;
   Workspace& w = s.workspace;
