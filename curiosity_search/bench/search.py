@@ -202,10 +202,15 @@ def interleaved_seconds(runs: dict[str, Callable[[], Any]],
     return seconds
 
 
-def interleaved_min_seconds(runs: dict[str, Callable[[], Any]], repeats: int) -> dict[str, float]:
-    """``interleaved_seconds``'s fastest round of each run (robust to other processes
+def fastest_rounds(round_seconds: dict[str, list[float]]) -> dict[str, float]:
+    """Each run's fastest round of ``interleaved_seconds``'s (robust to other processes
     sharing the CPU)."""
-    return {name: min(times) for name, times in interleaved_seconds(runs, repeats).items()}
+    return {name: min(times) for name, times in round_seconds.items()}
+
+
+def interleaved_min_seconds(runs: dict[str, Callable[[], Any]], repeats: int) -> dict[str, float]:
+    """``interleaved_seconds``, then each run's ``fastest_rounds``."""
+    return fastest_rounds(interleaved_seconds(runs, repeats))
 
 
 def median_round_ratio(seconds: Sequence[float], baseline_seconds: Sequence[float]) -> float:
@@ -300,7 +305,7 @@ def bench_search(
                     run, params, jax.random.PRNGKey(2), root, invalid
                 )
             round_seconds = interleaved_seconds(runs, repeats)
-            seconds = {name: min(times) for name, times in round_seconds.items()}
+            seconds = fastest_rounds(round_seconds)
             measured: dict[str, dict[str, Any]] = {}
             for name in names:
                 outputs[name] = runs[name]()
