@@ -203,8 +203,8 @@ def interleaved_seconds(runs: dict[str, Callable[[], Any]],
 
 
 def fastest_rounds(round_seconds: dict[str, list[float]]) -> dict[str, float]:
-    """Each run's fastest round of ``interleaved_seconds``'s (robust to other processes
-    sharing the CPU)."""
+    """Each run's fastest round, from ``interleaved_seconds``'s per-round times (robust
+    to other processes sharing the CPU)."""
     return {name: min(times) for name, times in round_seconds.items()}
 
 
