@@ -143,7 +143,7 @@ def make_exit_policy(search_cfg: Any, self_play: bool) -> Policy:
 def curiosity_options(search_cfg: Any) -> Any:
     """The ``curiosity.CuriosityOptions`` that a ``search`` config section sets
     (``grid_size``, ``pbest_method``, ``belief_summary``, ``pbest_updates``,
-    ``selection_draw``)."""
+    ``selection_draw``; ``pbest_fallback: false`` is ``bounded_beliefs``)."""
     from curiosity_search.curiosity import CuriosityOptions
 
     return CuriosityOptions(
@@ -152,6 +152,7 @@ def curiosity_options(search_cfg: Any) -> Any:
         belief_summary=search_cfg.belief_summary,
         pbest_updates=search_cfg.pbest_updates,
         selection_draw=search_cfg.selection_draw,
+        bounded_beliefs=search_cfg.pbest_fallback is False,
     )
 
 

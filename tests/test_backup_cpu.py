@@ -131,3 +131,50 @@ def test_a_node_needing_the_accurate_pbest_leaves_its_tree_to_the_batched_walk()
         while parents[b, node] != ROOT_INDEX:
             node = parents[b, node]
         assert top_child[b] == node
+
+
+@pytest.mark.parametrize("pbest_updates", ["full", "incremental"])
+def test_bounded_beliefs_compile_no_fallback_and_change_nothing_inside_the_envelope(
+        pbest_updates):
+    """``bounded_beliefs`` (``search.pbest_fallback: false``) drops the accurate fallback
+    from the program (no sort: the accurate grid's) and, where every belief is inside
+    the fast envelope, gives the very same search as the checked program."""
+    shape = dict(batch_size=6, num_actions=7, num_simulations=40, log_total_range=(-1.0, 3.5),
+                 terminal_fraction=0.15)
+    checked = CuriosityOptions(pbest_updates=pbest_updates)
+    bounded = CuriosityOptions(pbest_updates=pbest_updates, bounded_beliefs=True)
+    model = BeliefHashModel(num_actions=7, num_outcomes=2, seed=3, terminal_fraction=0.15,
+                            log_total_range=(-1.0, 3.5))
+    texts = {}
+    for name, options in (("checked", checked), ("bounded", bounded)):
+        policy = functools.partial(curiosity_policy, recurrent_fn=model.recurrent_fn,
+                                   num_simulations=40, kappa=2.5, options=options)
+        texts[name] = jax.jit(policy).lower(None, jax.random.PRNGKey(4),
+                                            model.root(6, offset=5)).as_text()
+    assert "stablehlo.sort" in texts["checked"] and "stablehlo.sort" not in texts["bounded"]
+    assert len(texts["bounded"]) < 0.8 * len(texts["checked"])
+    expected = _search(checked, native=True, **shape)
+    tree = _search(bounded, native=True, **shape)
+    for new, old in zip(jax.tree.leaves(tree), jax.tree.leaves(expected), strict=True):
+        np.testing.assert_array_equal(new, old)
+
+
+def test_unchecked_envelope_computes_every_row_with_the_fast_kernel():
+    """With ``check_envelope`` False the native backup flags no tree for a belief outside
+    the envelope: the fast kernel computes its row."""
+    tree = _search(CuriosityOptions(), native=True, batch_size=3, num_actions=5,
+                   num_simulations=12, log_total_range=(-1.0, 2.0), terminal_fraction=0.0)
+    extras = tree.node_extras
+    leaf = np.argmax(np.asarray(tree.parents > ROOT_INDEX), axis=1).astype(np.int32)
+    beliefs = np.asarray(extras.belief).copy()
+    beliefs[0, leaf[0]] = [90.0, 10.0]  # total 100 > best_arm.FAST_MAX_TOTAL
+    updated = (jnp.asarray(beliefs), tree.node_visits, extras.proven, extras.proven_score,
+               extras.proven_length, extras.selection.weights, extras.selection.table)
+    call = jax.jit(functools.partial(native_cpu.native_backup_levels, grid_size=21,
+                                     two_player=True, root_apart=False, check_envelope=False))
+    *arrays, _, fallback = call(jnp.asarray(leaf), tree.parents, tree.children_index,
+                                extras.invalid, extras.value_belief, extras.action_beliefs,
+                                jnp.float32(2.5), *updated)
+    np.testing.assert_array_equal(fallback, [False, False, False])
+    assert np.all(np.asarray(arrays[1])[:, ROOT_INDEX] - np.asarray(tree.node_visits)[:, ROOT_INDEX]
+                  == 1)

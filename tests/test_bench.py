@@ -31,7 +31,7 @@ def test_bench_train_reports_the_loop_and_the_phases():
     expected = positions / (row["iteration_seconds"] + row["host_seconds"])
     assert math.isclose(row["positions_per_sec"], expected, rel_tol=0.01, abs_tol=0.1)
     assert 0 < row["selfplay_fraction"] < 1
-    assert row["curiosity_passes"] == ""  # not a curiosity config
+    assert row["curiosity_passes"] == row["pbest_fallback"] == ""  # not a curiosity config
 
 
 def test_rows_record_which_curiosity_passes_ran():

@@ -175,6 +175,30 @@ def test_fast_envelope_covers_bounded_heads_and_routes_the_rest():
     np.testing.assert_allclose(fast[0], accurate[0], atol=5e-3)  # kernel, close
 
 
+def test_fast_kernel_holds_just_below_its_envelope_floor():
+    """``search.pbest_fallback: false`` (``CuriosityOptions.bounded_beliefs``) lets the
+    fast kernel compute every row: bounded heads put every component at or above the
+    envelope's 1e-3, and float32 rounding of their convex combinations can put one a few
+    ulps below. The kernel alone (no fallback) stays within tolerance of the reference
+    there and well below (components down to 5e-4, many arms at the floor)."""
+    rng = np.random.default_rng(11)
+    cases, arms = 40, 6
+    conc = np.empty((cases, arms, 2), np.float32)
+    total = rng.uniform(1.0, 16.0, (cases, arms))
+    mean = rng.uniform(0.0, 1.0, (cases, arms))
+    floor = rng.choice([1e-3 * (1 - 2.0 ** -22), 9e-4, 5e-4], (cases, arms))
+    at_floor = rng.random((cases, arms)) < 0.6
+    win_side = rng.random((cases, arms)) < 0.5
+    conc[..., 0] = np.where(at_floor & win_side, floor, np.maximum(mean * total, floor))
+    conc[..., 1] = np.where(at_floor & ~win_side, floor, np.maximum((1 - mean) * total, floor))
+    assert not np.all(in_fast_envelope(jnp.asarray(conc), jnp.ones((cases, arms), bool)))
+    reference = monte_carlo_best_arm(conc, None, num_samples=SAMPLES, seed=1)
+    kernel = jax.jit(functools.partial(best_arm_probability, grid_size=21, method="fast",
+                                       fallback=False))
+    error = float(np.abs(np.asarray(kernel(conc)) - reference).max())
+    assert error <= TOLERANCE, error
+
+
 def test_exact_arms():
     # Compiled programs (cached across runs), not the P(best) paths op by op.
     pbest = jax.jit(best_arm_probability)

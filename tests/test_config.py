@@ -83,7 +83,8 @@ def test_algorithm_bundles(algorithm, rule, policy_target, value_head, value_tar
 # What a curiosity config may set differently from its Gumbel twin: the algorithm and
 # what the algorithm itself brings (issue 11, point 6: same simulations, network, budgets).
 ALGORITHM_KEYS = {"algorithm", "name", "network.action_values", "network.value_head",
-                  "search.rule", "train.policy_target", "train.value_target"}
+                  "search.rule", "train.policy_target", "train.value_target",
+                  "search.pbest_fallback"}  # resolved for belief searches only
 
 
 def _flat(section, prefix: str = "") -> dict:
@@ -297,3 +298,30 @@ def test_search_choices_match_the_curiosity_kernels_options():
     for name, allowed in accepted.items():
         assert listed[name] == set(allowed), name
         assert getattr(defaults, name) in allowed, name
+
+
+def test_pbest_fallback_resolves_from_the_belief_bounds():
+    """``search.pbest_fallback: null`` is false (no accurate fallback compiled) exactly
+    where the network bounds every search belief inside the fast kernel's envelope on a
+    game without draws; an explicit false elsewhere names what breaks the guarantee."""
+    from curiosity_search.config import bundles
+    from curiosity_search.curiosity import best_arm
+    from curiosity_search.nets import belief_head
+
+    assert bundles.FAST_MIN_CONCENTRATION == best_arm.FAST_MIN_CONCENTRATION
+    assert bundles.FAST_MAX_TOTAL == best_arm.FAST_MAX_TOTAL
+    assert bundles.MEAN_FLOOR == belief_head.MEAN_FLOOR
+    for name in ("hex4_curiosity", "hex5_curiosity", "hex9_curiosity"):
+        assert load_config(CONFIGS / f"{name}.yaml").search.pbest_fallback is False
+    assert load_config(CONFIGS / "tictactoe_curiosity.yaml").search.pbest_fallback is True
+    assert load_config(CONFIGS / "hex4_gumbel.yaml").search.pbest_fallback is None
+    hex4 = CONFIGS / "hex4_curiosity.yaml"
+    for override, reason in (("network.belief_cap=100", "network.belief_cap 100.0"),
+                             ("network.belief_floor=0.5", "network.belief_floor 0.5"),
+                             ("search.belief_summary=moment_match", "search.belief_summary")):
+        assert load_config(hex4, [override]).search.pbest_fallback is True
+        with pytest.raises(ConfigError, match=f"pbest_fallback: false needs.*{reason}"):
+            load_config(hex4, [override, "search.pbest_fallback=false"])
+    with pytest.raises(ConfigError, match="env.name is 'tic_tac_toe'"):
+        load_config(CONFIGS / "tictactoe_curiosity.yaml", ["search.pbest_fallback=false"])
+    assert load_config(hex4, ["search.pbest_fallback=true"]).search.pbest_fallback is True

@@ -116,7 +116,10 @@ def bench_train(cfg: Any, repeats: int = 3) -> dict[str, Any]:
        ``flops_per_sec`` is the fraction of peak the whole training step reaches.
     4. ``curiosity_passes`` (rules with belief heads, ``rules.SearchRule.beliefs``;
        empty otherwise): the implementation of the curiosity search's CPU passes that
-       ran, ``native`` or ``array`` (``curiosity.native_cpu.passes_on``).
+       ran, ``native`` or ``array`` (``curiosity.native_cpu.passes_on``), and
+       ``pbest_fallback`` (``search.pbest_fallback``: whether the program holds the
+       accurate P(best) fallback; its compilation is most of ``compile_seconds``'s
+       difference from Gumbel's on small boards).
     """
     from curiosity_search import rules
     from curiosity_search.curiosity import native_cpu
@@ -198,6 +201,8 @@ def bench_train(cfg: Any, repeats: int = 3) -> dict[str, Any]:
         "num_devices": jax.device_count(),
         "curiosity_passes": (native_cpu.passes_on(platform)
                              if rules.get_rule(cfg.search.rule).beliefs else ""),
+        "pbest_fallback": (cfg.search.pbest_fallback
+                           if rules.get_rule(cfg.search.rule).beliefs else ""),
     }
 
 

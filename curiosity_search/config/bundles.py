@@ -22,6 +22,12 @@ from curiosity_search.rules import RULES
 _ANY = None
 _REGISTERED = "registered"  # search.rule: the rules registered for the algorithm
 _BELIEF_HEADS = ("beta", "dirichlet")
+# curiosity.best_arm.FAST_MIN_CONCENTRATION / FAST_MAX_TOTAL (the fast P(best) kernel's
+# envelope) and nets.belief_head.MEAN_FLOOR, restated: the config layer imports no jax
+# (tests/test_config.py checks that they agree).
+FAST_MIN_CONCENTRATION = 1e-3
+FAST_MAX_TOTAL = 64.0
+MEAN_FLOOR = 1e-3
 
 BUNDLES: dict[str, dict[str, tuple[Any, tuple[Any, ...] | str | None]]] = {
     "alphazero": {
@@ -111,7 +117,36 @@ def resolve_algorithm_defaults(cfg: Config) -> Config:
         cfg = replace_path(
             cfg, "search_control.tree_candidates", cfg.search_control.kind == "rgsc"
         )
+    rule = RULES.get(cfg.search.rule)
+    if cfg.search.pbest_fallback is None and rule is not None and rule.beliefs:
+        cfg = replace_path(cfg, "search.pbest_fallback", bool(beliefs_outside_envelope(cfg)))
     return cfg
+
+
+def beliefs_outside_envelope(cfg: Config) -> list[str]:
+    """Why a curiosity search under ``cfg`` may meet a belief outside the fast P(best)
+    kernel's envelope or a fractional proven score (each reason names its key), or
+    ``[]``: then ``search.pbest_fallback: false`` is exact (``curiosity.CuriosityOptions.
+    bounded_beliefs``). Every search belief is a convex combination of the network's
+    Beta heads (the ``"average"`` summary), whose components are at least
+    ``belief_floor x MEAN_FLOOR`` and totals at most ``belief_cap``; Hex has no draws.
+    """
+    net, search = cfg.network, cfg.search
+    reasons = []
+    if cfg.env.name != "hex":
+        reasons.append(f"env.name is '{cfg.env.name}' (only hex is known to have no draws)")
+    if net.value_head != "beta":
+        reasons.append(f"network.value_head is {show(net.value_head)} (the fast kernel is "
+                       "for beta, K = 2)")
+    if search.belief_summary != "average":
+        reasons.append(f"search.belief_summary is '{search.belief_summary}' (only 'average' "
+                       "keeps beliefs convex combinations of the network's)")
+    if net.belief_floor * MEAN_FLOOR < FAST_MIN_CONCENTRATION:
+        reasons.append(f"network.belief_floor {net.belief_floor} x {MEAN_FLOOR} (the heads' "
+                       f"smallest component) is below {FAST_MIN_CONCENTRATION}")
+    if net.belief_cap > FAST_MAX_TOTAL:
+        reasons.append(f"network.belief_cap {net.belief_cap} is above {FAST_MAX_TOTAL}")
+    return reasons
 
 
 # ----------------------------------------------------------------------------- checks
@@ -219,6 +254,17 @@ def _check_warm_start(cfg: Config) -> None:
         )
 
 
+def _check_pbest_fallback(cfg: Config) -> None:
+    rule = RULES.get(cfg.search.rule)
+    if cfg.search.pbest_fallback is not False or rule is None or not rule.beliefs:
+        return
+    reasons = beliefs_outside_envelope(cfg)
+    if reasons:
+        raise ConfigError(
+            f"search.pbest_fallback: false needs every belief inside the fast P(best) "
+            f"kernel's envelope, but {'; '.join(reasons)} (allowed: true, or null)")
+
+
 def _check_belief_bounds(cfg: Config) -> None:
     net = cfg.network
     if not net.belief_floor < net.belief_cap:
@@ -249,6 +295,7 @@ CHECKS: list[Callable[[Config], None]] = [
     _check_optimizer,
     _check_search_control,
     _check_warm_start,
+    _check_pbest_fallback,
 ]
 
 

@@ -112,6 +112,11 @@ class SearchConfig:
                                  doc="curiosity: selection reads P(best) rows cached by the "
                                      "backup (table) or draws one score per child "
                                      "(thompson); auto: thompson at K = 3, table at K = 2")
+    pbest_fallback: bool | None = doc(
+        None, "curiosity, fast P(best): rows outside the kernel's envelope take the "
+              "accurate method (true), or cannot occur (false: nothing of it compiled); "
+              "null means false where the network bounds every belief inside it "
+              "(config.bundles.beliefs_outside_envelope), else true")
     max_depth: int | None = positive(None, "deepest simulation; null means unbounded")
 
 

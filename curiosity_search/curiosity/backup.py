@@ -197,7 +197,8 @@ def _incremental_update(tree: Tree, cache: SelectionCache, arm: chex.Array, node
     kids = _children(tree, node_beliefs, proven, scores, lengths, tree_index, child, options)
     valid = ~kids["invalid"] & ~kids["proven"]
     weights, aggregates, terms, log_terms, mixture, ok = update_incremental(
-        cache, arm, kids["beliefs"], valid, options.grid_size)
+        cache, arm, kids["beliefs"], valid, options.grid_size,
+        checked=not options.bounded_beliefs)
     belief, is_proven, score, length = _settle(tree, node_beliefs, visits, proven, scores,
                                                lengths, tree_index, kids, mixture, kappa)
     rows = jnp.arange(arm.shape[0])
@@ -215,7 +216,8 @@ def _rebuilt_update(tree: Tree, node_beliefs, visits, proven, scores, lengths, t
     SelectionCache)``."""
     kids = _children(tree, node_beliefs, proven, scores, lengths, tree_index, child, options)
     valid = ~kids["invalid"] & ~kids["proven"]
-    cache, mixture = build_incremental(kids["beliefs"], valid, options.grid_size)
+    cache, mixture = build_incremental(kids["beliefs"], valid, options.grid_size,
+                                       checked=not options.bounded_beliefs)
     # A node proven by this update keeps the total of the mixture a fresh P(best) with
     # its proven children as exact arms gives (as the full layout), not of the
     # unresolved children's.
@@ -352,7 +354,8 @@ def _native_root_in_place(tree: Tree, state: tuple, root_selection: SelectionCac
     arrays, rebuild = native_cpu.native_root_update(
         child, tree.action_from_parent, root_selection.current, tree.children_index,
         extras.invalid, extras.value_belief, extras.action_beliefs, kappa, updated,
-        grid_size=options.grid_size, two_player=options.two_player)
+        grid_size=options.grid_size, two_player=options.two_player,
+        check_envelope=not options.bounded_beliefs)
     (node_beliefs, visits, proven, scores, lengths, weights, table, logs, arms, arms_valid,
      edges, log_total, zeros, ratio_sum, vector_sum, lower_log, rate_sum,
      rate_vector) = arrays
@@ -448,7 +451,8 @@ def _native_levels(tree: Tree, state: tuple, *, kappa: chex.Numeric,
         leaf, tree.parents, tree.children_index, extras.invalid, extras.value_belief,
         extras.action_beliefs, kappa, node_beliefs, visits, proven, scores, lengths,
         selection.weights, selection.table, grid_size=options.grid_size,
-        two_player=options.two_player, root_apart=root_apart)
+        two_player=options.two_player, root_apart=root_apart,
+        check_envelope=not options.bounded_beliefs)
     return (top_child, node_beliefs, visits, proven, scores, lengths,
             selection.replace(weights=weights, table=table)), fallback
 
@@ -457,10 +461,27 @@ def _levels_with_native_pass(tree: Tree, state: tuple, *, kappa: chex.Numeric,
                              options: CuriosityOptions, root_apart: bool) -> tuple:
     """The backup levels by the native pass on the CPU (``_native_levels``), the trees
     it flags then by the batched walk, run only when some tree needs it; on other
-    platforms every tree is flagged (the batched walk, one copy in the program)."""
+    platforms every tree is flagged (the batched walk, one copy in the program).
+
+    With ``options.bounded_beliefs`` the CPU program holds the native pass alone: no
+    tree leaves the fast envelope, so only a fractional proven score (a draw, which a
+    game with bounded beliefs cannot have) could flag one, and such a tree's root
+    belief becomes NaN rather than silently stale.
+    """
     leaf = state[0]
     native = functools.partial(_native_levels, tree, kappa=kappa, options=options,
                                root_apart=root_apart)
+    if options.bounded_beliefs:
+        def native_only(state: tuple) -> tuple:
+            walked, flagged = native(state)
+            beliefs = walked[1]
+            poisoned = beliefs.at[:, ROOT_INDEX].set(
+                jnp.where(flagged[:, None], jnp.nan, beliefs[:, ROOT_INDEX]))
+            return (walked[0], poisoned) + walked[2:]
+
+        batched = functools.partial(_batched_levels, tree, kappa=kappa, options=options,
+                                    root_apart=root_apart)
+        return jax.lax.platform_dependent(state, cpu=native_only, default=batched)
     walked, fallback = jax.lax.platform_dependent(
         state, cpu=native, default=lambda state: (state, jnp.ones(leaf.shape, bool)))
 

@@ -49,6 +49,7 @@ constexpr int32_t kNoProofLength = -1;      // nodes.NO_PROOF_LENGTH
 struct Arrays {
   int64_t nodes, actions, grid_size;
   bool two_player, root_apart;
+  bool check_envelope;  // false: every belief is inside the fast envelope (bounded_beliefs)
   float kappa;
   const int32_t* parents;
   const int32_t* children;
@@ -147,7 +148,7 @@ Children GatherChildren(const Arrays& t, int64_t tree, int64_t parent, Scratch& 
     const float k1 = uncertain ? Max(c1, kConcentrationFloor) : 1.0f;
     s.conc[2 * a] = k0;
     s.conc[2 * a + 1] = k1;
-    kids.inside = kids.inside && (!uncertain || InFastEnvelope(k0, k1));
+    kids.inside = kids.inside && (!uncertain || !t.check_envelope || InFastEnvelope(k0, k1));
   }
   return kids;
 }
@@ -416,7 +417,7 @@ bool UpdateRootUsual(const Arrays& t, const RootCache& r, int64_t tree, int32_t 
   float c0, c1;
   ChildVector(t, tree, node, arm, children[arm], &c0, &c1);
   const float k0 = Max(c0, kConcentrationFloor), k1 = Max(c1, kConcentrationFloor);
-  if (!InFastEnvelope(k0, k1)) return false;
+  if (t.check_envelope && !InFastEnvelope(k0, k1)) return false;
   Workspace& w = s.workspace;
   const int slots = Padded(static_cast<int>(A));
   const float* arms = r.arms + tree * A * 2;
@@ -484,7 +485,7 @@ static ffi::Error BackupImpl(
     ffi::ResultBuffer<ffi::F32> score, ffi::ResultBuffer<ffi::S32> length,
     ffi::ResultBuffer<ffi::F32> weights, ffi::ResultBuffer<ffi::F32> table,
     ffi::ResultBuffer<ffi::S32> top_child, ffi::ResultBuffer<ffi::PRED> fallback,
-    int64_t grid_size, bool two_player, bool root_apart) {
+    int64_t grid_size, bool two_player, bool root_apart, bool check_envelope) {
   const auto dims = children.dimensions();
   if (dims.size() != 3) return ffi::Error::InvalidArgument("children must be [B, N, A]");
   if (grid_size < 2) return ffi::Error::InvalidArgument("grid_size must be >= 2");
@@ -505,6 +506,7 @@ static ffi::Error BackupImpl(
   t.grid_size = grid_size;
   t.two_player = two_player;
   t.root_apart = root_apart;
+  t.check_envelope = check_envelope;
   t.kappa = kappa.typed_data()[0];
   t.parents = parents.typed_data();
   t.children = children.typed_data();
@@ -563,7 +565,8 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(CuriosityBackup, BackupImpl,
                                   .Ret<ffi::Buffer<ffi::PRED>>()   // fallback
                                   .Attr<int64_t>("grid_size")
                                   .Attr<bool>("two_player")
-                                  .Attr<bool>("root_apart"));
+                                  .Attr<bool>("root_apart")
+                                  .Attr<bool>("check_envelope"));
 
 // backup._root_in_place for every tree (UpdateRoot). Shapes: top_child [B] int32 (the
 // path's node whose parent is the root; the root for a skipped simulation),
@@ -579,7 +582,7 @@ static ffi::Error RootUpdateImpl(
     ffi::Buffer<ffi::S32> children, ffi::Buffer<ffi::PRED> invalid,
     ffi::Buffer<ffi::F32> value_belief, ffi::Buffer<ffi::F32> action_beliefs,
     ffi::Buffer<ffi::F32> kappa, ffi::RemainingArgs updated_in, ffi::RemainingRets updated,
-    int64_t grid_size, bool two_player) {
+    int64_t grid_size, bool two_player, bool check_envelope) {
   const auto dims = children.dimensions();
   if (dims.size() != 3) return ffi::Error::InvalidArgument("children must be [B, N, A]");
   constexpr size_t kUpdated = 18;  // belief, visits, proven, score, length, the cache's 13
@@ -613,6 +616,7 @@ static ffi::Error RootUpdateImpl(
   t.grid_size = grid_size;
   t.two_player = two_player;
   t.root_apart = true;
+  t.check_envelope = check_envelope;
   t.kappa = kappa.typed_data()[0];
   t.children = children.typed_data();
   t.invalid = invalid.typed_data();
@@ -672,4 +676,5 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(CuriosityRootUpdate, RootUpdateImpl,
                                   .RemainingArgs()                 // the 18 updated arrays
                                   .RemainingRets()                 // them, then rebuild
                                   .Attr<int64_t>("grid_size")
-                                  .Attr<bool>("two_player"));
+                                  .Attr<bool>("two_player")
+                                  .Attr<bool>("check_envelope"));

@@ -219,7 +219,8 @@ def native_backup_levels(leaf: Array, parents: Array, children: Array, invalid: 
                          value_belief: Array, action_beliefs: Array, kappa: Array,
                          belief: Array, visits: Array, proven: Array, score: Array,
                          length: Array, weights: Array, table: Array, *, grid_size: int,
-                         two_player: bool, root_apart: bool) -> tuple[Array, ...]:
+                         two_player: bool, root_apart: bool,
+                         check_envelope: bool = True) -> tuple[Array, ...]:
     """``backup._level``'s walk for every tree by the native pass (``backup_cpu.cc``).
 
     Reads ``leaf [B]``, ``parents [B, N]``, ``children [B, N, A]``, ``invalid [B, N,
@@ -229,7 +230,9 @@ def native_backup_levels(leaf: Array, parents: Array, children: Array, invalid: 
     input), ``top_child [B]`` (the path's node whose parent is the root) and
     ``fallback [B]`` (trees left untouched: a node on the path needs the accurate
     P(best)). ``root_apart``: stop below the root (its incremental update is the
-    caller's). CPU only; call ``native_available()`` first.
+    caller's). ``check_envelope`` False: every belief counts as inside the fast
+    kernel's envelope (``nodes.CuriosityOptions.bounded_beliefs``), so only a fractional
+    proven score flags a tree. CPU only; call ``native_available()`` first.
     """
     updated = (belief, visits, proven, score, length, weights, table)
     outputs = tuple(jax.ShapeDtypeStruct(array.shape, array.dtype) for array in updated)
@@ -241,29 +244,33 @@ def native_backup_levels(leaf: Array, parents: Array, children: Array, invalid: 
     return call(jnp.asarray(leaf, jnp.int32), parents, children, invalid, value_belief,
                 action_beliefs, jnp.asarray(kappa, jnp.float32), *updated,
                 grid_size=np.int64(grid_size), two_player=bool(two_player),
-                root_apart=bool(root_apart))
+                root_apart=bool(root_apart), check_envelope=bool(check_envelope))
 
 
 def native_prior_fill(node: Array, needed: Array, action_beliefs: Array, invalid: Array,
-                      weights: Array, table: Array, *, grid_size: int) -> tuple[Array, ...]:
+                      weights: Array, table: Array, *, grid_size: int,
+                      check_envelope: bool = True) -> tuple[Array, ...]:
     """``nodes.fill_prior_best``'s rows by the native pass (``prior_fill_cpu.cc``): the
     selection row over the Q_a priors of node ``node [B]`` where ``needed [B]``, from
     ``action_beliefs [B, N, A, 2]`` and ``invalid [B, N, A]``. Returns the updated
     ``(weights [B, N, 1], table [B, N, A, 1])`` (aliased to their inputs) and
-    ``fallback [B]``: needed rows left unwritten, outside the fast kernel's envelope.
-    CPU only; call ``native_available()`` first."""
+    ``fallback [B]``: needed rows left unwritten, outside the fast kernel's envelope
+    (none with ``check_envelope`` False, as ``native_backup_levels``). CPU only; call
+    ``native_available()`` first."""
     outputs = (jax.ShapeDtypeStruct(weights.shape, weights.dtype),
                jax.ShapeDtypeStruct(table.shape, table.dtype),
                jax.ShapeDtypeStruct(needed.shape, bool))
     call = jax.ffi.ffi_call(PRIOR_FILL_TARGET, outputs, input_output_aliases={4: 0, 5: 1})
     return call(jnp.asarray(node, jnp.int32), jnp.asarray(needed, bool), action_beliefs,
-                invalid, weights, table, grid_size=np.int64(grid_size))
+                invalid, weights, table, grid_size=np.int64(grid_size),
+                check_envelope=bool(check_envelope))
 
 
 def native_root_update(top_child: Array, action_from_parent: Array, current: Array,
                        children: Array, invalid: Array, value_belief: Array,
                        action_beliefs: Array, kappa: Array, updated: tuple[Array, ...], *,
-                       grid_size: int, two_player: bool) -> tuple[tuple[Array, ...], Array]:
+                       grid_size: int, two_player: bool,
+                       check_envelope: bool = True) -> tuple[tuple[Array, ...], Array]:
     """``backup._root_update``'s in-place part for every tree by the native pass
     (``backup_cpu.cc``): the root's visit, its incremental cache updated for the one
     child ``top_child [B]`` that changed (the root for a skipped simulation: nothing
@@ -277,8 +284,9 @@ def native_root_update(top_child: Array, action_from_parent: Array, current: Arr
     ``arms [B, A, 2]``, ``arms_valid [B, A]`` and its aggregates' ``edges [B, G]``,
     ``log_total``, ``zeros``, ``ratio_sum [B, S]``, ``vector_sum [B, S, 2]``,
     ``lower_log``, ``rate_sum [B]``, ``rate_vector [B, 2]``. Also returns ``rebuild
-    [B]``: the trees whose root must be rebuilt (nothing but the visit written). CPU
-    only; call ``native_available()`` first.
+    [B]``: the trees whose root must be rebuilt (nothing but the visit written;
+    ``check_envelope`` as ``native_backup_levels``). CPU only; call
+    ``native_available()`` first.
     """
     outputs = tuple(jax.ShapeDtypeStruct(array.shape, array.dtype) for array in updated)
     outputs += (jax.ShapeDtypeStruct(top_child.shape, bool),)
@@ -288,5 +296,6 @@ def native_root_update(top_child: Array, action_from_parent: Array, current: Arr
     *arrays, rebuild = call(jnp.asarray(top_child, jnp.int32), action_from_parent, current,
                             children, invalid, value_belief, action_beliefs,
                             jnp.asarray(kappa, jnp.float32), *updated,
-                            grid_size=np.int64(grid_size), two_player=bool(two_player))
+                            grid_size=np.int64(grid_size), two_player=bool(two_player),
+                            check_envelope=bool(check_envelope))
     return tuple(arrays), rebuild

@@ -81,6 +81,19 @@ class CuriosityOptions:
       fast_fallback: the fast P(best)'s rows outside its envelope take the accurate
         method's numbers inside ``best_probability`` (True), or are left for the
         caller to recompute (False; ``compacted_pbest_map``).
+      bounded_beliefs: every uncertain K = 2 belief the search meets lies inside the
+        fast kernel's envelope (``best_arm.in_fast_envelope``) up to float32 rounding,
+        and no proven score is fractional: a bounded-head network
+        (``nets.belief_head``, floor x ``MEAN_FLOOR`` >= ``FAST_MIN_CONCENTRATION``,
+        cap <= ``FAST_MAX_TOTAL``) on a game without draws, whose node beliefs are
+        convex combinations of its outputs (the ``"average"`` summary). Then the fast
+        kernel computes every row and the program holds no accurate fallback (about
+        half of a 4x4 curiosity iteration's compilation, results/bench/README.md,
+        2026-12-07); the same numbers wherever the guarantee holds (rows that rounding
+        puts a few ulps outside are inside the kernel's validated range,
+        tests/test_best_arm.py). False (the default): rows are checked and those
+        outside take the accurate method. ``rules.curiosity_options`` sets it from
+        ``search.pbest_fallback``.
       selection_draw: how selection samples from P(best) over a node's unresolved
         children: ``"table"`` draws from the P(best) row that the backup keeps in the
         node's selection cache (``selection_cache``; a new node's row over its Q_a
@@ -100,6 +113,7 @@ class CuriosityOptions:
     pbest_updates: str = "auto"
     fast_fallback: bool = True
     selection_draw: str = "auto"
+    bounded_beliefs: bool = False
 
     def __post_init__(self) -> None:
         if self.pbest_method not in PBEST_METHODS:
@@ -139,7 +153,8 @@ class CuriosityOptions:
         [..., A]`` ones drawable, built in full: the incremental layout at the root when
         ``incremental``, the full layout otherwise."""
         if at_root and self.incremental(concentrations.shape[-1], concentrations.shape[-2]):
-            return build_incremental(concentrations, valid, self.grid_size)[0]
+            return build_incremental(concentrations, valid, self.grid_size,
+                                     checked=not self.bounded_beliefs)[0]
         return from_probability(self.best_probability(concentrations, ~valid))
 
     def root_data(self, concentrations: chex.Array,
@@ -172,7 +187,8 @@ class CuriosityOptions:
                          exact_scores: chex.Array | None = None) -> chex.Array:
         """``best_arm_probability`` with these options, ``[..., A]``."""
         return best_arm_probability(concentrations, invalid, self.grid_size, self.pbest_method,
-                                    exact_scores, fallback=self.fast_fallback)
+                                    exact_scores,
+                                    fallback=self.fast_fallback and not self.bounded_beliefs)
 
     def compacted_pbest_map(self, make_fn: Callable[[CuriosityOptions, bool], Callable],
                             active: chex.Array, *rows: Any, num_outcomes: int) -> Any:
@@ -191,7 +207,8 @@ class CuriosityOptions:
         accurate method already, K = 3, or options that defer it already) a plain map.
         """
         compaction = self.compaction(active.shape[0], num_outcomes)
-        if not (self.fast_fallback and self.pbest_method == "fast" and num_outcomes == 2):
+        if not (self.fast_fallback and self.pbest_method == "fast" and num_outcomes == 2
+                and not self.bounded_beliefs):
             return compacted_map(make_fn(self, False), active, *rows, **compaction)
         deferred = dataclasses.replace(self, fast_fallback=False)
         accurate = dataclasses.replace(self, pbest_method="accurate")
@@ -375,6 +392,10 @@ def fill_prior_best(
     if not native_fill_applies(tree.node_extras.action_beliefs.shape[-1], options):
         return _batched_prior_fill(tree, node_index, needed, options=options)
     native = functools.partial(_native_prior_fill, options=options)
+    if options.bounded_beliefs:  # the native pass fills every needed row
+        batched = functools.partial(_batched_prior_fill, options=options)
+        return jax.lax.platform_dependent(
+            tree, node_index, needed, cpu=lambda *args: native(*args)[0], default=batched)
     # Elsewhere than on the CPU every needed row is flagged: the batched fill, one copy.
     tree, flagged = jax.lax.platform_dependent(tree, node_index, needed, cpu=native,
                                                default=lambda tree, _, needed: (tree, needed))
@@ -421,7 +442,8 @@ def _native_prior_fill(tree: Tree, node_index: chex.Array, needed: chex.Array, *
     extras = tree.node_extras
     weights, table, flagged = native_cpu.native_prior_fill(
         node_index, needed, extras.action_beliefs, extras.invalid, extras.selection.weights,
-        extras.selection.table, grid_size=options.grid_size)
+        extras.selection.table, grid_size=options.grid_size,
+        check_envelope=not options.bounded_beliefs)
     tree = tree.replace(node_extras=extras.replace(
         selection=extras.selection.replace(weights=weights, table=table)))
     return tree, flagged

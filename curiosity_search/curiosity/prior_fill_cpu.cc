@@ -31,15 +31,15 @@ namespace {
 constexpr int64_t kMinTreesPerChunk = 32;
 
 // P(best) over the legal arms of one row of priors into `out` ([A]); false (out
-// unspecified) where an arm is outside the fast envelope.
+// unspecified) where an arm is outside the fast envelope and `check_envelope`.
 bool PriorRow(const float* priors, const bool* invalid, int actions, int grid_size,
-              Workspace& w, std::vector<float>& conc, std::unique_ptr<bool[]>& legal,
-              float* out) {
+              bool check_envelope, Workspace& w, std::vector<float>& conc,
+              std::unique_ptr<bool[]>& legal, float* out) {
   for (int a = 0; a < actions; ++a) {
     legal[a] = !invalid[a];
     const float k0 = legal[a] ? Max(priors[2 * a], kConcentrationFloor) : 1.0f;
     const float k1 = legal[a] ? Max(priors[2 * a + 1], kConcentrationFloor) : 1.0f;
-    if (legal[a] && !InFastEnvelope(k0, k1)) return false;
+    if (check_envelope && legal[a] && !InFastEnvelope(k0, k1)) return false;
     conc[2 * a] = k0;
     conc[2 * a + 1] = k1;
   }
@@ -61,7 +61,8 @@ static ffi::Error PriorFillImpl(ffi::ThreadPool pool, ffi::Buffer<ffi::S32> node
                                 ffi::Buffer<ffi::PRED> invalid, ffi::AnyBuffer weights_in,
                                 ffi::AnyBuffer table_in, ffi::ResultBuffer<ffi::F32> weights,
                                 ffi::ResultBuffer<ffi::F32> table,
-                                ffi::ResultBuffer<ffi::PRED> fallback, int64_t grid_size) {
+                                ffi::ResultBuffer<ffi::PRED> fallback, int64_t grid_size,
+                                bool check_envelope) {
   const auto dims = invalid.dimensions();
   if (dims.size() != 3) return ffi::Error::InvalidArgument("invalid must be [B, N, A]");
   if (grid_size < 2) return ffi::Error::InvalidArgument("grid_size must be >= 2");
@@ -85,8 +86,8 @@ static ffi::Error PriorFillImpl(ffi::ThreadPool pool, ffi::Buffer<ffi::S32> node
       if (!need[tree]) continue;
       const int64_t at = tree * nodes + node_index[tree];
       if (!PriorRow(priors + at * actions * 2, illegal + at * actions,
-                    static_cast<int>(actions), static_cast<int>(grid_size), w, conc, legal,
-                    out.data())) {
+                    static_cast<int>(actions), static_cast<int>(grid_size), check_envelope, w,
+                    conc, legal, out.data())) {
         flags[tree] = true;
         continue;
       }
@@ -109,4 +110,5 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(CuriosityPriorFill, PriorFillImpl,
                                   .Ret<ffi::Buffer<ffi::F32>>()    // weights
                                   .Ret<ffi::Buffer<ffi::F32>>()    // table
                                   .Ret<ffi::Buffer<ffi::PRED>>()   // fallback
-                                  .Attr<int64_t>("grid_size"));
+                                  .Attr<int64_t>("grid_size")
+                                  .Attr<bool>("check_envelope"));

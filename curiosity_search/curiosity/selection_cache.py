@@ -96,20 +96,27 @@ def from_probability(probability: chex.Array) -> SelectionCache:
                           table=probability[..., None])
 
 
-def build_incremental(concentrations: chex.Array, valid: chex.Array,
-                      grid_size: int) -> tuple[SelectionCache, chex.Array]:
+def build_incremental(concentrations: chex.Array, valid: chex.Array, grid_size: int,
+                      checked: bool = True) -> tuple[SelectionCache, chex.Array]:
     """The incremental layout built in full, and the P(best)-weighted average of the
     valid arms' beliefs (the ``"average"`` mixture), ``[..., K]``.
 
     ``concentrations [..., A, 2]`` the children's beliefs (the node's mover's view),
     ``valid [..., A]`` bool the legal unresolved children. A row outside the fast
     kernel's envelope takes the ``accurate`` P(best) in stage 0 (``current`` False).
+    ``checked`` False (static): the rows are known to be inside it
+    (``nodes.CuriosityOptions.bounded_beliefs``): no check, no accurate fallback.
     """
     concentrations = jnp.asarray(concentrations, jnp.float32)
     valid = jnp.asarray(valid, bool)
     aggregates, table, logs = fast_aggregates(concentrations, valid, grid_size)
     weights = fast_selection(aggregates)
     mixture = fast_mixture(aggregates)
+    if not checked:
+        cache = SelectionCache(weights=weights, table=table, aggregates=aggregates, logs=logs,
+                               arms=concentrations, arms_valid=valid,
+                               current=jnp.ones(valid.shape[:-1], bool))
+        return cache, mixture
     inside = in_fast_envelope(concentrations, valid)
 
     def with_accurate():
@@ -130,7 +137,7 @@ def build_incremental(concentrations: chex.Array, valid: chex.Array,
 
 
 def update_incremental(cache: SelectionCache, arm: chex.Array, concentrations: chex.Array,
-                       valid: chex.Array, grid_size: int):
+                       valid: chex.Array, grid_size: int, checked: bool = True):
     """The cache after one child per row changed, in O(S K + A) (rows ``[R]``).
 
     Args:
@@ -142,13 +149,14 @@ def update_incremental(cache: SelectionCache, arm: chex.Array, concentrations: c
     Returns:
       ``(weights [R, W], aggregates, the arm's table terms [R, W] and logs terms [R, W], mixture
       [R, K], ok [R] bool)``: valid only where ``ok`` (the cache was current, the grid did
-      not move and the row is inside the fast envelope), else the caller rebuilds
-      (``build_incremental``).
+      not move and the row is inside the fast envelope, which ``checked`` False
+      takes as known), else the caller rebuilds (``build_incremental``).
     """
     rows = jnp.arange(arm.shape[0])
     edges = fast_grid_edges(concentrations, valid, grid_size)
-    ok = (cache.current & same_fast_grid(edges, cache.aggregates.edges)
-          & in_fast_envelope(concentrations, valid))
+    ok = cache.current & same_fast_grid(edges, cache.aggregates.edges)
+    if checked:
+        ok = ok & in_fast_envelope(concentrations, valid)
     aggregates, table, logs = update_fast_aggregates(
         cache.aggregates, cache.table, cache.logs, cache.arms[rows, arm],
         concentrations[rows, arm], valid[rows, arm])
