@@ -112,12 +112,8 @@ def build_incremental(concentrations: chex.Array, valid: chex.Array, grid_size: 
     aggregates, table, logs = fast_aggregates(concentrations, valid, grid_size)
     weights = fast_selection(aggregates)
     mixture = fast_mixture(aggregates)
-    if not checked:
-        cache = SelectionCache(weights=weights, table=table, aggregates=aggregates, logs=logs,
-                               arms=concentrations, arms_valid=valid,
-                               current=jnp.ones(valid.shape[:-1], bool))
-        return cache, mixture
-    inside = in_fast_envelope(concentrations, valid)
+    inside = (in_fast_envelope(concentrations, valid) if checked
+              else jnp.ones(valid.shape[:-1], bool))
 
     def with_accurate():
         probability = best_arm_probability(concentrations, ~valid, grid_size, "accurate")
@@ -129,8 +125,9 @@ def build_incremental(concentrations: chex.Array, valid: chex.Array, grid_size: 
         return (jnp.where(keep, weights, first), jnp.where(keep[..., None], table, one_column),
                 jnp.where(keep, mixture, average))
 
-    weights, table, mixture = jax.lax.cond(jnp.any(~inside), with_accurate,
-                                           lambda: (weights, table, mixture))
+    if checked:
+        weights, table, mixture = jax.lax.cond(jnp.any(~inside), with_accurate,
+                                               lambda: (weights, table, mixture))
     cache = SelectionCache(weights=weights, table=table, aggregates=aggregates, logs=logs,
                            arms=concentrations, arms_valid=valid, current=inside)
     return cache, mixture
