@@ -166,6 +166,7 @@ def bench_train(cfg: Any, repeats: int = 3) -> dict[str, Any]:
     evaluations = compute.network_evaluations
     flops_per_iteration = (evaluations + compute.update_forwards) * compute.forward_flops
     platform = jax.devices()[0].platform
+    beliefs = rules.get_rule(cfg.search.rule).beliefs
     return {
         "config": getattr(cfg, "name", None),
         "env": cfg.env.name if cfg.env.name != "hex" else f"hex{cfg.env.size}",
@@ -199,10 +200,8 @@ def bench_train(cfg: Any, repeats: int = 3) -> dict[str, Any]:
         "flops_per_sec": _significant(flops_per_iteration / user_seconds),
         "device": platform,
         "num_devices": jax.device_count(),
-        "curiosity_passes": (native_cpu.passes_on(platform)
-                             if rules.get_rule(cfg.search.rule).beliefs else ""),
-        "pbest_fallback": (cfg.search.pbest_fallback
-                           if rules.get_rule(cfg.search.rule).beliefs else ""),
+        "curiosity_passes": native_cpu.passes_on(platform) if beliefs else "",
+        "pbest_fallback": cfg.search.pbest_fallback if beliefs else "",
     }
 
 
