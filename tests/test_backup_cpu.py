@@ -21,28 +21,34 @@ pytestmark = pytest.mark.skipif(not native_cpu.native_available(),
                                 reason="the native CPU library did not build")
 
 
-def _search(options, *, batch_size, num_actions, num_simulations, log_total_range,
-            terminal_fraction, native):
+def _lowered(options, *, batch_size, num_actions, num_simulations, log_total_range,
+             terminal_fraction, native):
+    """The search program on the hash model, lowered, and its arguments."""
     model = BeliefHashModel(num_actions=num_actions, num_outcomes=2, seed=3,
                             terminal_fraction=terminal_fraction,
                             log_total_range=log_total_range)
-    root = model.root(batch_size, offset=5)
     invalid = np.zeros((batch_size, num_actions), bool)
     invalid[0, 1] = invalid[1, -1] = True
     policy = functools.partial(curiosity_policy, recurrent_fn=model.recurrent_fn,
-                               num_simulations=num_simulations, kappa=2.5, options=options)
-    args = (None, jax.random.PRNGKey(4), root)
+                               num_simulations=num_simulations, kappa=2.5, options=options,
+                               invalid_actions=jnp.asarray(invalid))
+    args = (None, jax.random.PRNGKey(4), model.root(batch_size, offset=5))
     targets = (native_cpu.BACKUP_TARGET, native_cpu.PRIOR_FILL_TARGET)
     if options.pbest_updates == "incremental":
         targets += (native_cpu.ROOT_UPDATE_TARGET,)
     if native:
-        lowered = jax.jit(policy).lower(*args, invalid_actions=jnp.asarray(invalid))
+        lowered = jax.jit(policy).lower(*args)
         assert all(target in lowered.as_text() for target in targets)
-        return lowered.compile()(*args, invalid_actions=jnp.asarray(invalid)).search_tree
+        return lowered, args
     with without_native_passes():
-        lowered = jax.jit(policy).lower(*args, invalid_actions=jnp.asarray(invalid))
+        lowered = jax.jit(policy).lower(*args)
         assert not any(target in lowered.as_text() for target in targets)
-        return lowered.compile()(*args, invalid_actions=jnp.asarray(invalid)).search_tree
+        return lowered, args
+
+
+def _search(options, **shape):
+    lowered, args = _lowered(options, **shape)
+    return lowered.compile()(*args).search_tree
 
 
 @pytest.mark.parametrize("pbest_updates,log_total_range,terminal_fraction,two_player", [
@@ -101,9 +107,11 @@ def test_native_levels_match_the_batched_walk(pbest_updates, log_total_range,
     assert np.any(np.take_along_axis(parents, np.maximum(grandparents, 0), axis=1) > ROOT_INDEX)
 
 
-def test_a_node_needing_the_accurate_pbest_leaves_its_tree_to_the_batched_walk():
-    """A path through a node with a child outside the fast envelope: that tree is
-    flagged and untouched, the others updated."""
+@pytest.mark.parametrize("check_envelope", [True, False])
+def test_a_node_outside_the_envelope_flags_its_tree_unless_unchecked(check_envelope):
+    """A path through a node with a child outside the fast envelope: checked, that tree is
+    flagged and untouched (for the batched walk), the others updated; unchecked
+    (``bounded_beliefs``), no tree is flagged and the fast kernel computes that row."""
     options = CuriosityOptions()
     tree = _search(options, native=True, batch_size=3, num_actions=5, num_simulations=12,
                    log_total_range=(-1.0, 2.0), terminal_fraction=0.0)
@@ -116,15 +124,20 @@ def test_a_node_needing_the_accurate_pbest_leaves_its_tree_to_the_batched_walk()
     updated = (jnp.asarray(beliefs), tree.node_visits, extras.proven, extras.proven_score,
                extras.proven_length, extras.selection.weights, extras.selection.table)
     call = jax.jit(functools.partial(native_cpu.native_backup_levels, grid_size=21,
-                                     two_player=True, root_apart=False))
+                                     two_player=True, root_apart=False,
+                                     check_envelope=check_envelope))
     out = call(jnp.asarray(leaf), tree.parents, tree.children_index, extras.invalid,
                extras.value_belief, extras.action_beliefs, jnp.float32(2.5), *updated)
     *arrays, top_child, fallback = out
-    np.testing.assert_array_equal(fallback, [True, False, False])
-    for new, old in zip(arrays, updated, strict=True):
-        np.testing.assert_array_equal(new[0], old[0])  # the flagged tree: untouched
     visits = np.asarray(arrays[1]) - np.asarray(tree.node_visits)
-    assert np.all(visits[0] == 0) and np.all(visits[1:, ROOT_INDEX] == 1)
+    if check_envelope:
+        np.testing.assert_array_equal(fallback, [True, False, False])
+        for new, old in zip(arrays, updated, strict=True):
+            np.testing.assert_array_equal(new[0], old[0])  # the flagged tree: untouched
+        assert np.all(visits[0] == 0) and np.all(visits[1:, ROOT_INDEX] == 1)
+    else:
+        np.testing.assert_array_equal(fallback, [False, False, False])
+        assert np.all(visits[:, ROOT_INDEX] == 1)
     parents = np.asarray(tree.parents)
     for b in range(3):  # top_child: the path's node whose parent is the root
         node = leaf[b]
@@ -140,41 +153,14 @@ def test_bounded_beliefs_compile_no_fallback_and_change_nothing_inside_the_envel
     from the program (no sort: the accurate grid's) and, where every belief is inside
     the fast envelope, gives the very same search as the checked program."""
     shape = dict(batch_size=6, num_actions=7, num_simulations=40, log_total_range=(-1.0, 3.5),
-                 terminal_fraction=0.15)
-    checked = CuriosityOptions(pbest_updates=pbest_updates)
-    bounded = CuriosityOptions(pbest_updates=pbest_updates, bounded_beliefs=True)
-    model = BeliefHashModel(num_actions=7, num_outcomes=2, seed=3, terminal_fraction=0.15,
-                            log_total_range=(-1.0, 3.5))
-    texts = {}
-    for name, options in (("checked", checked), ("bounded", bounded)):
-        policy = functools.partial(curiosity_policy, recurrent_fn=model.recurrent_fn,
-                                   num_simulations=40, kappa=2.5, options=options)
-        texts[name] = jax.jit(policy).lower(None, jax.random.PRNGKey(4),
-                                            model.root(6, offset=5)).as_text()
-    assert "stablehlo.sort" in texts["checked"] and "stablehlo.sort" not in texts["bounded"]
-    assert len(texts["bounded"]) < 0.8 * len(texts["checked"])
-    expected = _search(checked, native=True, **shape)
-    tree = _search(bounded, native=True, **shape)
+                 terminal_fraction=0.15, native=True)
+    checked, checked_args = _lowered(CuriosityOptions(pbest_updates=pbest_updates), **shape)
+    bounded, bounded_args = _lowered(
+        CuriosityOptions(pbest_updates=pbest_updates, bounded_beliefs=True), **shape)
+    checked_text, bounded_text = checked.as_text(), bounded.as_text()
+    assert "stablehlo.sort" in checked_text and "stablehlo.sort" not in bounded_text
+    assert len(bounded_text) < 0.8 * len(checked_text)
+    expected = checked.compile()(*checked_args).search_tree
+    tree = bounded.compile()(*bounded_args).search_tree
     for new, old in zip(jax.tree.leaves(tree), jax.tree.leaves(expected), strict=True):
         np.testing.assert_array_equal(new, old)
-
-
-def test_unchecked_envelope_computes_every_row_with_the_fast_kernel():
-    """With ``check_envelope`` False the native backup flags no tree for a belief outside
-    the envelope: the fast kernel computes its row."""
-    tree = _search(CuriosityOptions(), native=True, batch_size=3, num_actions=5,
-                   num_simulations=12, log_total_range=(-1.0, 2.0), terminal_fraction=0.0)
-    extras = tree.node_extras
-    leaf = np.argmax(np.asarray(tree.parents > ROOT_INDEX), axis=1).astype(np.int32)
-    beliefs = np.asarray(extras.belief).copy()
-    beliefs[0, leaf[0]] = [90.0, 10.0]  # total 100 > best_arm.FAST_MAX_TOTAL
-    updated = (jnp.asarray(beliefs), tree.node_visits, extras.proven, extras.proven_score,
-               extras.proven_length, extras.selection.weights, extras.selection.table)
-    call = jax.jit(functools.partial(native_cpu.native_backup_levels, grid_size=21,
-                                     two_player=True, root_apart=False, check_envelope=False))
-    *arrays, _, fallback = call(jnp.asarray(leaf), tree.parents, tree.children_index,
-                                extras.invalid, extras.value_belief, extras.action_beliefs,
-                                jnp.float32(2.5), *updated)
-    np.testing.assert_array_equal(fallback, [False, False, False])
-    assert np.all(np.asarray(arrays[1])[:, ROOT_INDEX] - np.asarray(tree.node_visits)[:, ROOT_INDEX]
-                  == 1)
