@@ -1,5 +1,5 @@
 """The native XLA:CPU custom calls: the fast P(best) kernel, the curiosity backup's
-levels, its lazy prior fill and the selection draw.
+levels, its lazy prior fill, the selection draw and K = 3's score distribution.
 
 Parts of a curiosity search are array programs that XLA:CPU runs far below their
 arithmetic's speed; each has a native transcription, called through ``jax.ffi``:
@@ -27,6 +27,12 @@ arithmetic's speed; each has a native transcription, called through ``jax.ffi``:
 - ``draw_cpu.cc``: Thompson selection's draw from a node's cached selection
   distribution (``policy._draw``, ``beliefs.two_stage_index``): XLA:CPU lowers its two
   ``cumsum`` calls to padded reduce-windows, ~10% of an 11x11 search.
+- ``score_cdf_cpu.cc``: K = 3's score distribution (Dirichlet beliefs, tic-tac-toe):
+  each arm's score CDF and density at the accurate grid's edges
+  (``score_cdf.score_cdf_and_density_dirichlet``) and its grid candidates
+  (``score_cdf.score_sample``). XLA:CPU runs their table lookups as gathers over
+  ``[rows, arms, edges, 8]`` arrays, most of a tic-tac-toe iteration; the same numbers
+  to float32 rounding (tests/test_score_cdf_cpu.py).
 
 All are implementations for the CPU only: other platforms (GPU, TPU) always run the
 array programs (``jax.lax.platform_dependent``).
@@ -66,7 +72,7 @@ CACHE_ENV = "CURIOSITY_SEARCH_NATIVE_CACHE"
 DEFAULT_CACHE_DIR = pathlib.Path.home() / ".cache" / "curiosity_search" / "native"
 _FOLDER = pathlib.Path(__file__).parent
 SOURCES = (_FOLDER / "fast_pbest_cpu.cc", _FOLDER / "backup_cpu.cc",
-           _FOLDER / "prior_fill_cpu.cc", _FOLDER / "draw_cpu.cc")
+           _FOLDER / "prior_fill_cpu.cc", _FOLDER / "draw_cpu.cc", _FOLDER / "score_cdf_cpu.cc")
 HEADERS = (_FOLDER / "fast_pbest_cpu.h", _FOLDER / "custom_call_cpu.h")
 TARGET = "curiosity_fast_pbest"
 BACKUP_TARGET = "curiosity_backup"
@@ -74,9 +80,13 @@ PRIOR_FILL_TARGET = "curiosity_prior_fill"
 ROOT_UPDATE_TARGET = "curiosity_root_update"
 AGGREGATES_TARGET = "curiosity_fast_aggregates"
 DRAW_TARGET = "curiosity_draw"
+DIRICHLET_SCORE_CDF_TARGET = "curiosity_dirichlet_score_cdf"
+DIRICHLET_SCORE_SAMPLE_TARGET = "curiosity_dirichlet_score_sample"
 _HANDLERS = {TARGET: "CuriosityFastPbest", BACKUP_TARGET: "CuriosityBackup",
              PRIOR_FILL_TARGET: "CuriosityPriorFill", ROOT_UPDATE_TARGET: "CuriosityRootUpdate",
-             AGGREGATES_TARGET: "CuriosityFastAggregates", DRAW_TARGET: "CuriosityDraw"}
+             AGGREGATES_TARGET: "CuriosityFastAggregates", DRAW_TARGET: "CuriosityDraw",
+             DIRICHLET_SCORE_CDF_TARGET: "CuriosityDirichletScoreCdf",
+             DIRICHLET_SCORE_SAMPLE_TARGET: "CuriosityDirichletScoreSample"}
 _FLAGS = ("-O3", "-march=native", "-fopenmp-simd", "-fno-math-errno", "-fno-trapping-math",
           "-std=c++17", "-shared", "-fPIC")
 
@@ -213,6 +223,30 @@ def native_draw(weights: Array, table: Array, uniform: Array) -> Array:
                             vmap_method="broadcast_all")
     return call(jnp.asarray(weights, jnp.float32), jnp.asarray(table, jnp.float32),
                 jnp.asarray(uniform, jnp.float32))
+
+
+def native_dirichlet_score_cdf(concentrations: Array, edges: Array) -> tuple[Array, Array]:
+    """``score_cdf.score_cdf_and_density_dirichlet`` by the native pass
+    (``score_cdf_cpu.cc``): each arm's score CDF and its density on the score axis,
+    ``([..., A, E], [..., A, E])``, for ``concentrations [..., A, 3]`` and ``edges [...,
+    E]`` (the same leading shape). CPU only; call ``native_available()`` first."""
+    shape = concentrations.shape[:-1] + edges.shape[-1:]
+    call = jax.ffi.ffi_call(DIRICHLET_SCORE_CDF_TARGET,
+                            (jax.ShapeDtypeStruct(shape, jnp.float32),) * 2,
+                            vmap_method="broadcast_all")
+    return call(jnp.asarray(concentrations, jnp.float32), jnp.asarray(edges, jnp.float32))
+
+
+def native_dirichlet_score_sample(concentrations: Array, points: int) -> Array:
+    """``score_cdf.score_sample`` by the native pass (``score_cdf_cpu.cc``): each arm's
+    ``points`` (= ``score_cdf._PRODUCT_LEVELS ** 2``) score-axis points ``[..., A,
+    points]`` (unsorted, in the array program's order) for ``concentrations [..., A,
+    3]``. CPU only; call ``native_available()`` first."""
+    call = jax.ffi.ffi_call(DIRICHLET_SCORE_SAMPLE_TARGET,
+                            jax.ShapeDtypeStruct(concentrations.shape[:-1] + (points,),
+                                                 jnp.float32),
+                            vmap_method="broadcast_all")
+    return call(jnp.asarray(concentrations, jnp.float32))
 
 
 def native_backup_levels(leaf: Array, parents: Array, children: Array, invalid: Array,

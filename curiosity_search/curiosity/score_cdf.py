@@ -20,6 +20,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import digamma, polygamma
 
+from curiosity_search.curiosity import native_cpu
+
 Array = jax.Array
 
 _TINY = 1e-30
@@ -201,7 +203,10 @@ def _table_cdf_and_density(table: _LogitBetaTable, z: Array) -> tuple[Array, Arr
         + (-6 * tau2 + 6 * tau) * c1
         + (3 * tau2 - 2 * tau) * d1
     )
-    inside = (delta >= left) & (delta <= right) & (width > _TINY)
+    # Not zeroed where delta falls a rounding error outside its cell (asinh of the
+    # position against sinh of the nodes): the clipped tau reads the density at the
+    # cell's end there, which is the density at delta.
+    inside = width > _TINY
     density = jnp.where(inside, slope / jnp.where(inside, width, 1.0), 0.0)
     outside = (u < -_TABLE_HALF_WIDTH) | (u > _TABLE_HALF_WIDTH)
     cdf = jnp.where(u < -_TABLE_HALF_WIDTH, 0.0, jnp.where(u > _TABLE_HALF_WIDTH, 1.0, cdf))
@@ -358,6 +363,16 @@ def _log_tanh_half(log_abs_z: Array) -> Array:
 
 
 def score_sample(concentrations: Array) -> Array:
+    """K = 3: ``_score_sample_array`` (read its docstring), by the native pass
+    ``score_cdf_cpu.cc`` on the CPU (``native_cpu.native_or_array``);
+    ``concentrations [..., A, 3]`` -> ``[..., A, _PRODUCT_LEVELS**2]``."""
+    concentrations = jnp.asarray(concentrations, jnp.float32)
+    return native_cpu.native_or_array(
+        lambda conc: native_cpu.native_dirichlet_score_sample(conc, _PRODUCT_LEVELS**2),
+        _score_sample_array, concentrations)
+
+
+def _score_sample_array(concentrations: Array) -> Array:
     """K = 3: an equal-weight sample ``[..., A, M]`` (unsorted, ``M = _PRODUCT_LEVELS**2``)
     of each arm's score on the score axis, which follows its mass wherever it sits (at
     1/2's draw vertex, deep in a win or loss vertex's tail, or in between): grid
@@ -391,6 +406,21 @@ def score_sample(concentrations: Array) -> Array:
 
 
 def score_cdf_and_density_dirichlet(concentrations: Array, edges: Array) -> tuple[Array, Array]:
+    """K = 3: ``_score_cdf_and_density_dirichlet_array`` (read its docstring), by the
+    native pass ``score_cdf_cpu.cc`` on the CPU (``native_cpu.native_or_array``).
+
+    ``concentrations [..., A, 3]``, ``edges [..., G]`` -> ``([..., A, G], [..., A, G])``.
+    """
+    concentrations = jnp.asarray(concentrations, jnp.float32)
+    edges = jnp.broadcast_to(jnp.asarray(edges, jnp.float32),
+                             concentrations.shape[:-2] + jnp.shape(edges)[-1:])
+    return native_cpu.native_or_array(native_cpu.native_dirichlet_score_cdf,
+                                      _score_cdf_and_density_dirichlet_array,
+                                      concentrations, edges)
+
+
+def _score_cdf_and_density_dirichlet_array(concentrations: Array,
+                                           edges: Array) -> tuple[Array, Array]:
     """K = 3: CDF of s = p_w + p_d / 2 and its density on the score axis at its edges.
 
     ``concentrations [..., A, 3]``, ``edges [..., G]`` on the score axis
