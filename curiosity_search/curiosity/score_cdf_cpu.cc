@@ -177,11 +177,10 @@ struct Table {
 };
 
 // score_cdf._logit_beta_log_density: (log f(z) - log f(mode), d log f / dz) at
-// delta = z - mode, evaluated on the side where the smaller parameter leads: `a` =
-// min(alpha, beta), `b` the other, `flip` -1 where alpha > beta (mirrored), else 1.
-// (The mirroring is the caller's, outside its loop: GCC keeps a loop scalar that
-// selects on a loop-invariant comparison.)
-// Its terms that do not depend on delta come from LogitBetaTerms (outside the loop).
+// delta = z - mode, evaluated on the side where the smaller parameter `a` leads (`flip`
+// = -1 where alpha > beta: mirrored). LogitBetaTerms holds the terms that do not depend
+// on delta, computed once outside the loop over the nodes (GCC keeps a loop scalar
+// that selects on a loop-invariant comparison).
 struct LogitBetaTerms {
   float a, flip, total, r, log_r, log1p_minus_r, rate;
   LogitBetaTerms(float alpha, float beta)
