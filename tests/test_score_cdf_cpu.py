@@ -124,3 +124,11 @@ def test_best_arm_probability_at_k3_runs_the_native_pass_batched_and_vmapped(mon
     array = np.asarray(jax.jit(lambda c, i: best_arm.best_arm_probability(c, i))(conc, invalid))
     np.testing.assert_allclose(whole, array, atol=1e-4)
     assert np.all(whole[invalid] == 0.0)
+
+
+def test_native_score_sample_refuses_another_sample_size():
+    """The pass's level count is compiled in: a call for another size is an error, not
+    a buffer overrun."""
+    conc = _beliefs("random", 2, 3)
+    with pytest.raises(Exception, match="_PRODUCT_LEVELS"):
+        jax.block_until_ready(native_cpu.native_dirichlet_score_sample(jnp.asarray(conc), 64))

@@ -671,9 +671,13 @@ static ffi::Error DirichletScoreSampleImpl(ffi::ThreadPool pool,
     return ffi::Error::InvalidArgument("concentrations must be [..., 3]");
   }
   const int64_t arms = static_cast<int64_t>(concentrations.element_count()) / 3;
+  constexpr int64_t kPoints = kProductLevels * kProductLevels;
+  if (static_cast<int64_t>(sample->element_count()) != arms * kPoints) {
+    return ffi::Error::InvalidArgument("sample must be [..., 100]: score_cdf._PRODUCT_LEVELS"
+                                       " squared, as this file's kProductLevels");
+  }
   const float* c = concentrations.typed_data();
   float* out = sample->typed_data();
-  constexpr int64_t kPoints = kProductLevels * kProductLevels;
   ParallelChunks(pool, arms, 4 * kMinRowsPerChunk, [=](int64_t begin, int64_t end) {
     std::unique_ptr<Table> table(new Table);
     std::unique_ptr<QuantileTable> quantiles(new QuantileTable);
