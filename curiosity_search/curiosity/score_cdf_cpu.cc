@@ -270,13 +270,13 @@ SCORE_CDF_LOOPS void BuildTable(float alpha, float beta, Table* table) {
   }
 }
 
-// score_cdf._table_cdf_and_density's first half: z's standardized position u on the
-// table's sinh-stretched axis (whose cell holds z; +-inf beyond the ends).
-SCORE_CDF_INLINE float TablePosition(const Table& table, float delta) {
+// score_cdf._table_cdf_and_density's first half: the standardized position u of
+// delta = z - mode on a table's sinh-stretched axis (whose cell holds z; +-inf beyond
+// the ends), from the table's inner[2] and stretch[2]. Loops pass copies of them in
+// locals: GCC keeps a loop scalar that reads them from memory.
+SCORE_CDF_INLINE float TablePosition(const float* inner, const float* stretch, float delta) {
   const bool below = delta < 0.0f;
-  const float inner = below ? table.inner[0] : table.inner[1];
-  const float stretch = below ? table.stretch[0] : table.stretch[1];
-  return Asinh(delta / inner) / stretch;
+  return Asinh(delta / (below ? inner[0] : inner[1])) / (below ? stretch[0] : stretch[1]);
 }
 
 // Its second half: the CDF and its density in z at delta = z - mode, at position u.
@@ -309,7 +309,8 @@ SCORE_CDF_INLINE void TableInterpolate(const Table& table, float delta, float u,
 // score_cdf._table_cdf_and_density at z (may be +-inf): the CDF and its density in z.
 SCORE_CDF_INLINE void TableCdfAndDensity(const Table& table, float z, float* cdf, float* density) {
   const float delta = z - table.mode;
-  TableInterpolate(table, delta, TablePosition(table, delta), cdf, density);
+  TableInterpolate(table, delta, TablePosition(table.inner, table.stretch, delta), cdf,
+                   density);
 }
 
 // score_cdf._QuantileTable / _quantile_table: a table's quantile function at the
@@ -364,9 +365,7 @@ SCORE_CDF_LOOPS void BuildQuantileTable(const Table& table, QuantileTable* quant
     value[m] = mode + left + tau * width;
     // The table's density there (TableCdfAndDensity, in the two loops below).
     delta[m] = value[m] - mode;
-    const bool below = delta[m] < 0.0f;
-    position[m] = Asinh(delta[m] / (below ? scale[0] : scale[1])) /
-                  (below ? stretch[0] : stretch[1]);
+    position[m] = TablePosition(scale, stretch, delta[m]);
   }
 #pragma omp simd
   for (int m = 0; m < kLevels; ++m) {
@@ -582,17 +581,13 @@ SCORE_CDF_LOOPS void ArmRow(const Arm& arm, const EdgeTerms& g, int num_edges, A
   }
   // The conditional CDF and its slope in log |z| (TableCdfAndDensity in two loops:
   // GCC vectorizes each, not the one).
-  // (The table's scalars in locals: GCC keeps a loop scalar that reads them from memory.)
   float* __restrict position_at = w.position.data();
   const float inner_mode = arm.inner.mode;
   const float inner_scale[2] = {arm.inner.inner[0], arm.inner.inner[1]};
   const float inner_stretch[2] = {arm.inner.stretch[0], arm.inner.stretch[1]};
 #pragma omp simd
   for (int j = 0; j < pairs; ++j) {
-    const float delta = arg_at[j] - inner_mode;
-    const bool below = delta < 0.0f;
-    position_at[j] = Asinh(delta / (below ? inner_scale[0] : inner_scale[1])) /
-                     (below ? inner_stretch[0] : inner_stretch[1]);
+    position_at[j] = TablePosition(inner_scale, inner_stretch, arg_at[j] - inner_mode);
   }
 #pragma omp simd
   for (int j = 0; j < pairs; ++j) {
