@@ -232,6 +232,11 @@ def test_file_errors(tmp_path):
             "train.action_outcome_loss_weight: 0.25 needs network.action_values true "
             "(network.action_values is false",
         ),
+        (
+            {"algorithm": "reinforce", "selfplay": {"sampling_temperature": 0.5}},
+            "selfplay.sampling_temperature: 0.5 would make reinforce's on-policy returns",
+        ),
+        ({"selfplay": {"sampling_temperature": 0}}, "selfplay.sampling_temperature: 0 is not"),
     ],
 )
 def test_error_messages(data, message):

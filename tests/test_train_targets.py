@@ -17,7 +17,7 @@ from curiosity_search.nets import NetworkOutput
 from curiosity_search.train import replay as replay_lib
 from curiosity_search.train.losses import compute_losses, proven_nll_bits
 from curiosity_search.train.search_fns import SearchResult
-from curiosity_search.train.selfplay import SelfPlay
+from curiosity_search.train.selfplay import SelfPlay, choose_action
 from curiosity_search.train.targets import label_outcomes, policy_target, record_positions
 
 
@@ -31,6 +31,24 @@ def _result(weights: list[list[float]], visits: list[list[float]]) -> SearchResu
         network_value=jnp.zeros((batch,)),
         visit_distribution=jnp.asarray(visits, jnp.float32),
     )
+
+
+@pytest.mark.parametrize("temperature", [1.0, 1 / 3])
+def test_choose_action_samples_the_weights_at_a_power_temperature(temperature):
+    # Frequencies of 40,000 sampled moves against weights ** (1 / T), renormalised over
+    # the legal moves; move 3 is illegal despite its weight, move 4 has weight 0.
+    weights = [0.5, 0.3, 0.15, 0.05, 0.0]
+    legal = jnp.array([[True, True, True, False, True]] * 40_000)
+    result = _result([weights] * 40_000, [weights] * 40_000)
+    sample = jnp.ones(40_000, bool)
+    actions = jax.jit(choose_action)(jax.random.key(0), result, legal, sample, temperature)
+    counts = np.bincount(np.asarray(actions), minlength=5) / 40_000
+    powered = np.array([0.5, 0.3, 0.15, 0.0, 0.0]) ** (1 / temperature)
+    expected = powered / powered.sum()
+    np.testing.assert_allclose(counts, expected, atol=4 * math.sqrt(0.25 / 40_000))
+    assert counts[3] == 0 and counts[4] == 0
+    greedy = choose_action(jax.random.key(1), result, legal, ~sample, temperature)
+    assert np.all(np.asarray(greedy) == 0)
 
 
 def test_policy_targets_tpt_cat_improved():

@@ -178,6 +178,11 @@ def _check_search(cfg: Config) -> None:
                 f"search.num_simulations: {search.num_simulations} is not a positive integer "
                 f"(algorithm {cfg.algorithm} searches; only reinforce runs with 0)"
             )
+    if cfg.algorithm == "reinforce" and cfg.selfplay.sampling_temperature != 1.0:
+        raise ConfigError(
+            f"selfplay.sampling_temperature: {cfg.selfplay.sampling_temperature} would make "
+            "reinforce's on-policy returns off-policy (allowed: 1.0 with algorithm reinforce)"
+        )
     rule = RULES.get(search.rule)
     if rule is not None and rule.beliefs and cfg.network.value_head not in _BELIEF_HEADS:
         raise ConfigError(

@@ -127,6 +127,9 @@ class SelfplayConfig:
     batch_size: int = positive(256, "parallel games")
     moves_per_iteration: int = positive(16, "moves of every game per iteration")
     sampling_moves: int = non_negative(4, "sample by visit counts for the first k moves")
+    sampling_temperature: float = positive(
+        1.0, "sampled moves are drawn from action_weights ** (1 / T) (Scacchi: T = 1/3)"
+    )
     random_opening_moves: int = non_negative(4, "up to this many uniform random openings")
     max_game_length: int | None = positive(None, "truncate games; null means the env's")
     replay_capacity: int = positive(20000, "positions kept in the replay buffer")

@@ -15,8 +15,9 @@ Decisions (documented here because they change what is learned):
   are not recorded: they are not training targets, since no search chose their moves.
   They do count towards ``max_game_length`` and towards ``sampling_moves``.
 - Move choice: for the first ``sampling_moves`` plies of a game the move is sampled
-  from the search's ``action_weights``, afterwards it is their argmax (legal only);
-  with ``action_rule == "policy"`` (Gumbel) the policy's own ``action`` is played.
+  from the search's ``action_weights ** (1 / sampling_temperature)``, afterwards it
+  is their argmax (legal only); with ``action_rule == "policy"`` (Gumbel) the policy's
+  own ``action`` is played.
 - Search control (``restarts``): a new game may instead start from a stored state
   (Go-Exploit, RGSC); such a game skips the random opening and its ``ply`` starts at
   the stored state's move count (pgx ``_step_count``), so it is the continuation of the
@@ -35,6 +36,7 @@ import jax
 import jax.numpy as jnp
 
 from curiosity_search.envs.rollouts import uniform_legal
+from curiosity_search.search.policies import apply_temperature
 from curiosity_search.train import replay as replay_lib
 from curiosity_search.train.replay import Positions, ReplayBuffer
 from curiosity_search.train.restarts import ControlState, NoControl
@@ -53,11 +55,21 @@ def select_games(mask: jax.Array, new: Any, old: Any) -> Any:
 
 
 def choose_action(
-    key: jax.Array, result: SearchResult, legal_action_mask: jax.Array, sample: jax.Array
+    key: jax.Array,
+    result: SearchResult,
+    legal_action_mask: jax.Array,
+    sample: jax.Array,
+    temperature: float = 1.0,
 ) -> jax.Array:
-    """``[B]`` moves: sampled from ``action_weights`` where ``sample [B]``, else argmax."""
+    """``[B]`` moves: sampled where ``sample [B]``, else the argmax of ``action_weights``.
+
+    A sampled move is drawn from ``action_weights ** (1 / temperature)`` (legal only), so
+    ``temperature`` 1 samples the search's weights themselves and a smaller one sharpens
+    them towards the argmax.
+    """
     weights = jnp.where(legal_action_mask, result.action_weights, 0.0)
-    sampled = jax.random.categorical(key, jnp.where(weights > 0, jnp.log(weights), -jnp.inf))
+    log_weights = jnp.where(weights > 0, jnp.log(weights), -jnp.inf)
+    sampled = jax.random.categorical(key, apply_temperature(log_weights, temperature))
     greedy = jnp.argmax(jnp.where(legal_action_mask, weights, -1.0), axis=-1)
     return jnp.where(sample, sampled, greedy).astype(jnp.int32)
 
@@ -84,6 +96,7 @@ class SelfPlay:
         (``Positions.outcome``, for curiosity's outcome auxiliary loss).
       played_actions: record each position's played move (``Positions.played_action``,
         for curiosity's played-move outcome auxiliary loss).
+      sampling_temperature: ``T``, a sampled move is drawn from ``action_weights ** (1 / T)``.
     """
 
     env: Any
@@ -101,6 +114,7 @@ class SelfPlay:
     regrets: bool = False
     outcomes: bool = False
     played_actions: bool = False
+    sampling_temperature: float = 1.0
 
     def open_games(self, key: jax.Array, states: Any, ply: jax.Array, fresh: jax.Array) -> tuple:
         """Plays the random openings of the games marked ``fresh [B]``.
@@ -206,7 +220,9 @@ class SelfPlay:
             action = result.action
         else:
             sample = records.ply < self.sampling_moves
-            action = choose_action(action_key, result, states.legal_action_mask, sample)
+            action = choose_action(
+                action_key, result, states.legal_action_mask, sample, self.sampling_temperature
+            )
         positions = self.record(states, result, action)
         rows = jnp.arange(batch_size)
         trajectory = jax.tree.map(

@@ -390,6 +390,7 @@ def build_trainer(
         search=search,
         num_moves=sp.moves_per_iteration,
         sampling_moves=sampling_moves,
+        sampling_temperature=sp.sampling_temperature,
         random_opening_moves=sp.random_opening_moves,
         max_game_length=max_game_length,
         policy_target=train.policy_target,
