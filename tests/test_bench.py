@@ -81,6 +81,26 @@ def test_bench_search_runs_curiosity_with_the_configs_search_options(monkeypatch
     assert "curiosity_options" not in seen[1] and "kappa" not in seen[1]
 
 
+def test_bench_search_resolves_the_fallback_as_a_curiosity_config_would():
+    """A search section that leaves ``pbest_fallback`` unresolved (the default gumbel
+    config's) gets what a shipped Hex curiosity config resolves for the same heads, the
+    belief model's: no fallback compiled; an explicit value, or a summary that can leave
+    the fast kernel's envelope, keeps it."""
+    from curiosity_search import rules
+    from curiosity_search.bench.search import bench_curiosity_options
+    from curiosity_search.config import apply_overrides, config_from_dict, load_config
+
+    configs = Path(__file__).resolve().parents[1] / "configs"
+    shipped = load_config(configs / "hex5_curiosity.yaml").search
+    assert shipped.pbest_fallback is False
+    assert bench_curiosity_options(config_from_dict({}).search).bounded_beliefs
+    assert bench_curiosity_options(shipped) == rules.curiosity_options(shipped)
+    explicit = config_from_dict(apply_overrides({}, ["search.pbest_fallback=true"])).search
+    assert not bench_curiosity_options(explicit).bounded_beliefs
+    moment = config_from_dict(apply_overrides({}, ["search.belief_summary=moment_match"]))
+    assert not bench_curiosity_options(moment.search).bounded_beliefs
+
+
 def test_with_free_pbest_stands_in_for_every_pbest_kernel(monkeypatch):
     """``scripts/with_free_pbest.py`` patches one name; traced searches (``full``
     updates, K = 2 table and K = 3 draw selection) must then reach no P(best) kernel,

@@ -13,7 +13,7 @@ against ``mctx.muzero_policy`` (for PUCT-style rules) and ``mctx.gumbel_muzero_p
 (for Gumbel), and the tree memory (bytes of all tree arrays, embeddings included).
 
 The ``curiosity`` row runs ``curiosity_policy`` with the options of the config's
-``search`` section (``rules.curiosity_options``: the schema defaults unless ``--config``
+``search`` section (``bench_curiosity_options``: the schema defaults unless ``--config``
 or ``--set search.pbest_updates=incremental`` etc. change them; its ``options`` column
 names the ones that differ from ``CuriosityOptions``'s defaults, and ``search.kappa``)
 on ``make_hex_belief_model`` (the same MLP plus bounded Beta belief heads) and is
@@ -41,6 +41,8 @@ import pgx
 from curiosity_search import rules
 from curiosity_search.atomic_io import write_csv_atomically
 from curiosity_search.bench import DEFAULT_OUT_DIR
+from curiosity_search.config import config_from_dict
+from curiosity_search.config.bundles import beliefs_outside_envelope
 from curiosity_search.curiosity import (
     BeliefRecurrentFnOutput,
     BeliefRootFnOutput,
@@ -67,6 +69,9 @@ OURS: dict[str, tuple[Callable[..., Any], str]] = {
     # Against OUR gumbel (issue 11's target: >= 0.5x its simulations/s).
     "curiosity": (curiosity_policy, "gumbel"),
 }
+# The belief model's head bounds (``make_hex_belief_model``): the shipped curiosity
+# configs' ``network.belief_floor`` and ``belief_cap``.
+BELIEF_BOUNDS = BeliefBounds(floor=1.0, cap=16.0)
 # Rules that run on the belief model (``make_hex_belief_model``); all others, their
 # baselines included, run on the plain model.
 BELIEF_RULES = frozenset({"curiosity"})
@@ -172,7 +177,7 @@ def make_hex_belief_model(hidden: int = 64, seed: int = 0):
         "w_action_beliefs": jax.random.normal(k2, (hidden, 3 * num_actions)) / jnp.sqrt(hidden),
     }
 
-    bounds = BeliefBounds(floor=1.0, cap=16.0)
+    bounds = BELIEF_BOUNDS
 
     def evaluate(params, state):
         logits, value, x = forward(params, state)
@@ -341,6 +346,27 @@ def bench_search(
     return rows
 
 
+def bench_curiosity_options(search_cfg: Any) -> CuriosityOptions:
+    """The curiosity row's options from a ``search`` config section.
+
+    ``search.pbest_fallback: null`` (a config whose algorithm has no beliefs, such as the
+    schema's default gumbel) is resolved as a curiosity config resolves it, from the
+    network that the row runs: the belief model (Hex, Beta heads within
+    ``BELIEF_BOUNDS``), so the row compiles the search a shipped Hex curiosity config
+    trains with. An explicit true or false is kept.
+    """
+    options = rules.curiosity_options(search_cfg)
+    if search_cfg.pbest_fallback is not None:
+        return options
+    model_cfg = config_from_dict({
+        "algorithm": "curiosity",
+        "env": {"name": "hex", "size": 11},
+        "network": {"belief_floor": BELIEF_BOUNDS.floor, "belief_cap": BELIEF_BOUNDS.cap},
+    })
+    outside = beliefs_outside_envelope(dataclasses.replace(model_cfg, search=search_cfg))
+    return dataclasses.replace(options, bounded_beliefs=not outside)
+
+
 def run_search_bench(
     batch_sizes: Sequence[int] = (64, 256),
     num_simulations: Sequence[int] = (32, 128),
@@ -351,12 +377,12 @@ def run_search_bench(
 ) -> Path:
     """``curiosity-search bench search``: ``bench_search`` over ``batch_sizes`` x
     ``num_simulations``, the curiosity row with ``search_cfg``'s options
-    (``rules.curiosity_options`` and ``search.kappa``; None: the defaults), written to
+    (``bench_curiosity_options`` and ``search.kappa``; None: the defaults), written to
     ``out`` (default ``results/bench/search_<device>.csv``); returns the CSV's path."""
     device = jax.devices()[0].platform
     curiosity = {}
     if search_cfg is not None:
-        curiosity = {"curiosity_options": rules.curiosity_options(search_cfg),
+        curiosity = {"curiosity_options": bench_curiosity_options(search_cfg),
                      "kappa": float(search_cfg.kappa)}
     rows = bench_search(
         batch_sizes=batch_sizes, num_simulations=num_simulations, repeats=repeats, out_dir=None,
