@@ -237,6 +237,10 @@ def test_file_errors(tmp_path):
             "selfplay.sampling_temperature: 0.5 would make reinforce's on-policy returns",
         ),
         ({"selfplay": {"sampling_temperature": 0}}, "selfplay.sampling_temperature: 0 is not"),
+        (
+            {"selfplay": {"sampling_temperature": 0.5}},
+            "selfplay.sampling_temperature: 0.5 has no effect with search.rule gumbel",
+        ),
     ],
 )
 def test_error_messages(data, message):

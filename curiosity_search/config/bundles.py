@@ -184,6 +184,13 @@ def _check_search(cfg: Config) -> None:
             "reinforce's on-policy returns off-policy (allowed: 1.0 with algorithm reinforce)"
         )
     rule = RULES.get(search.rule)
+    if (rule is not None and rule.plays_policy_action
+            and cfg.selfplay.sampling_temperature != 1.0):
+        raise ConfigError(
+            f"selfplay.sampling_temperature: {cfg.selfplay.sampling_temperature} has no "
+            f"effect with search.rule {search.rule}, whose self-play plays the policy's own "
+            "action (allowed: 1.0)"
+        )
     if rule is not None and rule.beliefs and cfg.network.value_head not in _BELIEF_HEADS:
         raise ConfigError(
             f"network.value_head: {show(cfg.network.value_head)} cannot drive search.rule "
