@@ -36,7 +36,6 @@ import jax
 import jax.numpy as jnp
 
 from curiosity_search.envs.rollouts import uniform_legal
-from curiosity_search.search.policies import apply_temperature
 from curiosity_search.train import replay as replay_lib
 from curiosity_search.train.replay import Positions, ReplayBuffer
 from curiosity_search.train.restarts import ControlState, NoControl
@@ -68,8 +67,8 @@ def choose_action(
     them towards the argmax.
     """
     weights = jnp.where(legal_action_mask, result.action_weights, 0.0)
-    log_weights = jnp.where(weights > 0, jnp.log(weights), -jnp.inf)
-    sampled = jax.random.categorical(key, apply_temperature(log_weights, temperature))
+    logits = jnp.where(weights > 0, jnp.log(weights) / temperature, -jnp.inf)
+    sampled = jax.random.categorical(key, logits)
     greedy = jnp.argmax(jnp.where(legal_action_mask, weights, -1.0), axis=-1)
     return jnp.where(sample, sampled, greedy).astype(jnp.int32)
 
