@@ -312,6 +312,35 @@ def test_proven_targets_use_the_epsilon_interior_nll_in_bits():
                                rtol=1e-5)
 
 
+def test_belief_losses_split_into_kl_and_proven_nll():
+    # Position 0 unproven (a KL), position 1 a proven win (an NLL below 0: the predicted
+    # Beta(30, 1) has density ~29 near 1). value_loss is their mean; the split says which
+    # part is which, so a negative value_loss is not read as a negative KL.
+    pred = [[3.0, 1.0], [30.0, 1.0]]
+    batch = _belief_batch([[2.0, 2.0], [9.0, 0.0]], [False, True])
+    children = jnp.array([[[2.0, 5.0], [9.0, 0.0], [1.0, 1.0]]] * 2)
+    predicted_children = jnp.array([[[3.0, 3.0], [20.0, 1.0], [1.0, 1.0]]] * 2)
+    batch = batch.replace(action_belief_target=children,
+                          action_belief_mask=jnp.array([[True, True, False]] * 2),
+                          action_belief_proven=jnp.array([[False, True, False]] * 2))
+    output = _belief_output(pred).replace(action_beliefs=predicted_children)
+    _, metrics = compute_losses(output, batch, policy_weight=0.0, value_weight=1.0,
+                                action_value_weight=1.0)
+    kl = float(kl_dirichlet_bits(jnp.array([2.0, 2.0]), jnp.array(pred[0])))
+    nll = -stats.beta.logpdf(1 - 1e-3 + 1e-3 / 2, 30.0, 1.0) / math.log(2.0)
+    assert nll < 0 < kl
+    np.testing.assert_allclose(metrics["value_kl_bits"], kl, rtol=1e-5)
+    np.testing.assert_allclose(metrics["value_proven_nll_bits"], nll, rtol=1e-4)
+    np.testing.assert_allclose(metrics["value_loss"], (kl + nll) / 2, rtol=1e-4)
+    np.testing.assert_allclose(metrics["proven_fraction"], 0.5)
+    child_kl = float(kl_dirichlet_bits(jnp.array([2.0, 5.0]), jnp.array([3.0, 3.0])))
+    child_nll = -stats.beta.logpdf(1 - 1e-3 + 1e-3 / 2, 20.0, 1.0) / math.log(2.0)
+    np.testing.assert_allclose(metrics["action_value_kl_bits"], child_kl, rtol=1e-5)
+    np.testing.assert_allclose(metrics["action_value_proven_nll_bits"], child_nll, rtol=1e-4)
+    np.testing.assert_allclose(metrics["action_value_loss"], (child_kl + child_nll) / 2,
+                               rtol=1e-4)
+
+
 def test_belief_runs_report_every_term_in_bits_with_the_outcome_auxiliary():
     pred = [[3.0, 1.0]]
     batch = _belief_batch([[2.0, 2.0]], [False], outcome=[1.0])

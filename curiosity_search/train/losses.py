@@ -69,6 +69,21 @@ def _masked_mean(values: jax.Array, weights: jax.Array) -> jax.Array:
     return total / jnp.maximum(jnp.sum(weights), 1.0)
 
 
+def _add_proof_split(metrics: dict[str, jax.Array], name: str, per_item: jax.Array,
+                     weights: jax.Array, proven: jax.Array | None) -> None:
+    """Adds ``{name}_kl_bits`` and ``{name}_proven_nll_bits`` to ``metrics``: the means of
+    ``per_item`` (``[...]``, ``belief_loss_bits``) over the unproven and the proven targets
+    among those with ``weights [...] > 0``. The first is a KL (>= 0); the second is the
+    negative log-density of an exact outcome, which goes below 0 once the predicted
+    belief's density at that outcome exceeds 1. Their weighted sum is ``{name}_loss``.
+    Nothing is added when no target can be proven (``proven`` None)."""
+    if proven is None:
+        return
+    proven = proven.astype(bool)
+    metrics[f"{name}_kl_bits"] = _masked_mean(per_item, jnp.where(proven, 0.0, weights))
+    metrics[f"{name}_proven_nll_bits"] = _masked_mean(per_item, jnp.where(proven, weights, 0.0))
+
+
 def proven_nll_bits(outcome: jax.Array, concentrations: jax.Array) -> jax.Array:
     """``[...]`` bits: ``-log Dir(p_eps | c)`` at ``p_eps = (1 - eps) outcome + eps / K``.
 
@@ -188,7 +203,11 @@ def compute_losses(
       ``(loss [], metrics)`` with scalar metrics ``loss``, ``policy_loss`` (bits for a
       belief head, else nats), ``value_loss``, ``value_mse``, ``policy_entropy_bits``,
       ``policy_target_entropy_bits``, and for belief heads ``value_entropy_bits``;
-      ``action_value_loss`` / ``outcome_loss`` / ``action_outcome_loss`` when trained.
+      ``action_value_loss`` / ``outcome_loss`` / ``action_outcome_loss`` when trained;
+      where targets can be proven, ``proven_fraction`` and each belief loss split into
+      its KL and proven-NLL parts (``_add_proof_split``: ``value_kl_bits``,
+      ``value_proven_nll_bits``, ``action_value_kl_bits``,
+      ``action_value_proven_nll_bits``).
     """
     weights = batch.valid.astype(jnp.float32)  # [N]
     legal = batch.legal_action_mask
@@ -220,6 +239,8 @@ def compute_losses(
             target = jnp.where(batch.valid[:, None], batch.belief_target,
                                jax.lax.stop_gradient(belief))
             per_position = belief_loss_bits(target, batch.belief_target_proven, belief)
+            _add_proof_split(metrics, "value", per_position, weights,
+                             batch.belief_target_proven)
             if batch.belief_target_proven is not None:
                 metrics["proven_fraction"] = _masked_mean(
                     batch.belief_target_proven.astype(jnp.float32), weights)
@@ -247,6 +268,8 @@ def compute_losses(
         action_value_loss = jnp.sum(jnp.where(child_mask > 0, child_loss, 0.0)) / jnp.maximum(
             jnp.sum(child_mask), 1.0)
         metrics["action_value_loss"] = action_value_loss
+        _add_proof_split(metrics, "action_value", child_loss, child_mask,
+                         batch.action_belief_proven)
         loss = loss + action_value_weight * action_value_loss
     if action_outcome_weight > 0:
         if output.action_beliefs is None or batch.played_action is None:
