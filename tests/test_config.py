@@ -228,6 +228,11 @@ def test_file_errors(tmp_path):
         ),
         ({"train": {"value_loss": "l1"}}, "train.value_loss: 'l1' is not one of mse, bce"),
         (
+            {"algorithm": "gumbel", "train": {"concentration_logit_l2": 0.001}},
+            "train.concentration_logit_l2: 0.001 needs network.value_head beta or dirichlet "
+            "(network.value_head is 'scalar'",
+        ),
+        (
             {"algorithm": "gumbel", "train": {"action_outcome_loss_weight": 0.25}},
             "train.action_outcome_loss_weight: 0.25 needs network.action_values true "
             "(network.action_values is false",

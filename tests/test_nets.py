@@ -219,6 +219,21 @@ def test_bounded_belief_heads_stay_in_bounds_and_start_at_init():
     np.testing.assert_allclose(out.value_belief / 3.0, 0.5, atol=0.05)
 
 
+@pytest.mark.parametrize("floor, cap", [(1.0, 16.0), (3.0, 16.0), (0.5, 64.0)])
+def test_concentration_logit_inverts_the_squash_with_unit_slope(floor, cap):
+    from curiosity_search.nets import BeliefBounds, bounded_belief, concentration_logit
+
+    bounds = BeliefBounds(floor=floor, cap=cap)
+    logits = jax.random.normal(_key(5), (6, 3)) * 3.0
+    t = jnp.array([-15.0, -8.0, -1.0, 0.0, 4.0, 12.0])
+    recovered = concentration_logit(bounded_belief(logits, t, bounds), bounds)
+    np.testing.assert_allclose(recovered, t, atol=0.1)  # float32 totals: coarse near -15
+    # d t_recovered / d t = 1 even where sigmoid is flat (its slope at -15 is ~3e-7).
+    slope = jax.vmap(jax.grad(lambda ti, li: concentration_logit(
+        bounded_belief(li, ti, bounds), bounds)))(t, logits)
+    np.testing.assert_allclose(slope, 1.0, atol=0.1)
+
+
 @pytest.mark.parametrize("floor, cap, init, match", [
     (0.0, 16.0, None, "floor and cap"),
     (4.0, 2.0, None, "floor and cap"),

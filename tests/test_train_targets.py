@@ -341,6 +341,40 @@ def test_belief_losses_split_into_kl_and_proven_nll():
                                rtol=1e-4)
 
 
+def test_concentration_logit_penalty_adds_the_mean_square_and_lifts_a_saturated_head():
+    from curiosity_search.nets import BeliefBounds, bounded_belief
+
+    bounds = BeliefBounds()  # floor 1, cap 16
+    batch = _belief_batch([[2.0, 2.0], [1.0, 3.0]], [False, False])
+    children = jnp.ones((2, 3, 2)) * 2.0
+    batch = batch.replace(action_belief_target=children,
+                          action_belief_mask=jnp.array([[True, True, False]] * 2),
+                          action_belief_proven=jnp.zeros((2, 3), bool))
+
+    def losses(value_t, child_t, weight):
+        output = _belief_output(bounded_belief(jnp.zeros((2, 2)), value_t, bounds))
+        output = output.replace(action_beliefs=bounded_belief(jnp.zeros((2, 3, 2)), child_t,
+                                                              bounds))
+        return compute_losses(output, batch, policy_weight=1.0, value_weight=1.0,
+                              action_value_weight=1.0, logit_l2=weight,
+                              belief_bounds=bounds)
+
+    value_t = jnp.array([-15.0, 1.0])
+    child_t = jnp.array([[-3.0, 2.0, 40.0]] * 2)  # the third action is illegal
+    loss0, _ = losses(value_t, child_t, 0.0)
+    loss1, metrics = losses(value_t, child_t, 0.01)
+    expected_sq = (15.0 ** 2 + 1.0) / 2 + (9.0 + 4.0) / 2
+    np.testing.assert_allclose(metrics["concentration_logit_sq"], expected_sq, rtol=5e-3)
+    np.testing.assert_allclose(loss1 - loss0, 0.01 * expected_sq, rtol=5e-3)
+    # At t = -15 the KL's own gradient has all but vanished; the penalty's lifts t.
+    kl_slope = jax.grad(lambda v: losses(v, child_t, 0.0)[0])(value_t)[0]
+    slope = jax.grad(lambda v: losses(v, child_t, 0.01)[0])(value_t)[0]
+    assert abs(float(kl_slope)) < 1e-4 and float(slope) < -0.1
+    with pytest.raises(ValueError, match="belief_bounds"):
+        compute_losses(_belief_output([[2.0, 2.0]] * 2), batch, policy_weight=1.0,
+                       value_weight=1.0, action_value_weight=1.0, logit_l2=0.01)
+
+
 def test_belief_runs_report_every_term_in_bits_with_the_outcome_auxiliary():
     pred = [[3.0, 1.0]]
     batch = _belief_batch([[2.0, 2.0]], [False], outcome=[1.0])

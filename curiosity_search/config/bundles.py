@@ -215,6 +215,12 @@ def _check_targets(cfg: Config) -> None:
             f"train.value_target: 'search_belief' needs network.value_head beta or dirichlet "
             f"(network.value_head is {show(cfg.network.value_head)})"
         )
+    if train.concentration_logit_l2 > 0 and cfg.network.value_head not in _BELIEF_HEADS:
+        raise ConfigError(
+            f"train.concentration_logit_l2: {train.concentration_logit_l2} needs "
+            f"network.value_head beta or dirichlet (network.value_head is "
+            f"{show(cfg.network.value_head)}; allowed: 0 without belief heads)"
+        )
     if train.action_outcome_loss_weight > 0 and not cfg.network.action_values:
         raise ConfigError(
             f"train.action_outcome_loss_weight: {train.action_outcome_loss_weight} needs "

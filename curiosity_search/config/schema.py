@@ -155,6 +155,10 @@ class TrainConfig:
         0.0, "curiosity: auxiliary NLL (bits) of the game outcome under the played move's "
         "action belief (Scacchi's q_outcome_weight)"
     )
+    concentration_logit_l2: float = non_negative(
+        0.0, "belief heads: weight of the mean squared concentration logit (keeps the "
+        "bounded heads' sigmoid off its flat tail; departs from the blog's loss)"
+    )
     value_loss: Literal["mse", "bce"] = doc("mse", "scalar value loss; bce on (z+1)/2 (ExIt)")
     regret_loss_weight: float = non_negative(1.0, "rgsc: ranking + regret-value head losses")
     dataset: Literal["online", "batch"] = doc(

@@ -1,7 +1,7 @@
 """Networks: Flax ResNet / residual-MLP trunks with policy, value-belief, action-belief and
 regret heads; presets; FLOP counting."""
 
-from curiosity_search.nets.belief_head import BeliefBounds, bounded_belief
+from curiosity_search.nets.belief_head import BeliefBounds, bounded_belief, concentration_logit
 from curiosity_search.nets.flops import forward_flops, update_flops
 from curiosity_search.nets.models import (
     MLPTrunk,
@@ -43,6 +43,7 @@ __all__ = [
     "belief_size",
     "bounded_belief",
     "belief_to_value",
+    "concentration_logit",
     "forward_flops",
     "make_network",
     "make_preset",

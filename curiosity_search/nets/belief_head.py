@@ -96,6 +96,20 @@ def bounded_belief(
     return jnp.stack([total * MEAN_FLOOR + spread * weight for weight in weights], axis=-1)
 
 
+def concentration_logit(beliefs: jax.Array, bounds: BeliefBounds) -> jax.Array:
+    """``[...]`` the logit ``t`` behind beliefs ``[..., K]`` of ``bounded_belief``: the
+    inverse of ``floor + (cap - floor) * sigmoid(t)`` at their total concentration.
+
+    Differentiable, with ``d t / d t_head`` about 1 (the squash's slope cancels), so a loss
+    on ``t`` reaches the head even where ``sigmoid`` is flat. From float32 totals it is
+    within ~0.1 of ``t`` down to about -15 and up to about 12 (coarser beyond; the
+    fraction is clipped to ``[1e-12, 1 - 1e-7]``).
+    """
+    total = jnp.sum(beliefs.astype(jnp.float32), axis=-1)
+    fraction = jnp.clip((total - bounds.floor) / (bounds.cap - bounds.floor), 1e-12, 1 - 1e-7)
+    return jnp.log(fraction) - jnp.log1p(-fraction)
+
+
 def belief_head_bias(bounds: BeliefBounds, num_outcomes: int, num_beliefs: int):
     """The output-layer bias initializer of a head predicting ``num_beliefs`` beliefs,
     laid out ``[num_beliefs * K mean logits, num_beliefs concentration logits]``: zeros

@@ -28,6 +28,14 @@
   ``action_outcome_loss``.
 - REINFORCE (algorithm ``reinforce``, no search): ``train.reinforce.reinforce_loss``,
   the played move's log-probability weighted by ``z - v(s)``, plus the value loss.
+- ``train.concentration_logit_l2`` (default 0, belief heads): that weight times the mean
+  square of the heads' concentration logits ``t`` (``nets.concentration_logit``; V over
+  the batch plus Q_a over legal actions), reported as ``concentration_logit_sq``. With
+  ``floor + (cap - floor) sigmoid(t)`` a logit pushed far negative stops learning
+  (``sigmoid``'s slope vanishes, Adam keeps stepping): trained 4x4 Hex networks keep
+  ``t`` near -14 and the floor concentration in nearly every lost position while their
+  search targets there hold 3-4. The penalty keeps ``t`` where its slope is not 0; it
+  departs from the blog's loss (README).
 - Regret heads (search control, seeds/003), when the batch carries regret targets:
   ``regret.ranking_loss`` (L_rank over the batch) + ``regret.regret_value_loss`` (MSE),
   weighted by ``train.regret_loss_weight``.
@@ -50,6 +58,7 @@ from jax.scipy.special import entr, gammaln
 
 from curiosity_search.curiosity.beliefs import entropy_bits as dirichlet_entropy_bits
 from curiosity_search.curiosity.beliefs import kl_dirichlet_bits
+from curiosity_search.nets.belief_head import BeliefBounds, concentration_logit
 from curiosity_search.train.regret import ranking_loss, regret_value_loss
 from curiosity_search.train.replay import Positions
 from curiosity_search.train.targets import outcome_probabilities
@@ -183,6 +192,8 @@ def compute_losses(
     regret_weight: float = 1.0,
     outcome_weight: float = 0.0,
     action_outcome_weight: float = 0.0,
+    logit_l2: float = 0.0,
+    belief_bounds: BeliefBounds | None = None,
 ) -> tuple[jax.Array, dict[str, jax.Array]]:
     """Total loss and metrics for network ``output`` on ``batch``.
 
@@ -198,12 +209,15 @@ def compute_losses(
         ``batch.outcome`` unless the value target is the outcome itself).
       action_outcome_weight: weight of the played move's outcome auxiliary (needs
         ``output.action_beliefs`` and ``batch.played_action``).
+      logit_l2: weight of the belief heads' concentration-logit penalty (needs
+        ``belief_bounds``, the network's).
 
     Returns:
       ``(loss [], metrics)`` with scalar metrics ``loss``, ``policy_loss`` (bits for a
       belief head, else nats), ``value_loss``, ``value_mse``, ``policy_entropy_bits``,
       ``policy_target_entropy_bits``, and for belief heads ``value_entropy_bits``;
-      ``action_value_loss`` / ``outcome_loss`` / ``action_outcome_loss`` when trained;
+      ``action_value_loss`` / ``outcome_loss`` / ``action_outcome_loss`` /
+      ``concentration_logit_sq`` when trained;
       where targets can be proven, ``proven_fraction`` and each belief loss split into
       its KL and proven-NLL parts (``_add_proof_split``: ``value_kl_bits``,
       ``value_proven_nll_bits``, ``action_value_kl_bits``,
@@ -282,6 +296,17 @@ def compute_losses(
             outcome_probabilities(_game_outcome(batch), played.shape[-1]), played), weights)
         metrics["action_outcome_loss"] = action_outcome_loss
         loss = loss + action_outcome_weight * action_outcome_loss
+    if logit_l2 > 0 and belief is not None:
+        if belief_bounds is None:
+            raise ValueError("logit_l2 > 0 needs the network's belief_bounds")
+        logit_sq = _masked_mean(jnp.square(concentration_logit(belief, belief_bounds)), weights)
+        if output.action_beliefs is not None:
+            legal_weights = legal.astype(jnp.float32) * weights[:, None]  # [N, A]
+            logit_sq = logit_sq + _masked_mean(
+                jnp.square(concentration_logit(output.action_beliefs, belief_bounds)),
+                legal_weights)
+        metrics["concentration_logit_sq"] = logit_sq
+        loss = loss + logit_l2 * logit_sq
     loss = add_regret_losses(loss, metrics, output, batch, regret_weight)
     metrics["loss"] = loss
     return loss, metrics
@@ -326,12 +351,15 @@ def compute_reinforce_losses(
 
 
 def make_loss_fn(
-    apply_fn: Callable[[Any, jax.Array], Any], train_cfg: Any, *, reinforce: bool = False
+    apply_fn: Callable[[Any, jax.Array], Any], train_cfg: Any, *, reinforce: bool = False,
+    belief_bounds: BeliefBounds | None = None,
 ) -> Callable[[Any, Positions], tuple[jax.Array, dict[str, jax.Array]]]:
     """``loss_fn(params, batch [N]) -> (loss, metrics)`` with the config's weights bound.
 
     ``reinforce``: the policy-gradient loss of ``train.reinforce`` instead of the
     search-target losses (static). ``train.value_loss`` picks the scalar value loss.
+    ``belief_bounds``: the network's (``nets.BeliefBounds``), needed when
+    ``train.concentration_logit_l2 > 0``.
     """
     value_loss_fn = VALUE_LOSSES[getattr(train_cfg, "value_loss", "mse")]
     regret_weight = getattr(train_cfg, "regret_loss_weight", 1.0)
@@ -352,6 +380,8 @@ def make_loss_fn(
             regret_weight=regret_weight,
             outcome_weight=getattr(train_cfg, "outcome_loss_weight", 0.0),
             action_outcome_weight=getattr(train_cfg, "action_outcome_loss_weight", 0.0),
+            logit_l2=getattr(train_cfg, "concentration_logit_l2", 0.0),
+            belief_bounds=belief_bounds,
         )
 
     def loss_fn(params: Any, batch: Positions) -> tuple[jax.Array, dict[str, jax.Array]]:

@@ -214,7 +214,8 @@ class Trainer:
         optimizer built at peak 1); None applies them as they are.
         """
         loss_fn = make_loss_fn(
-            self.network.apply, self.cfg.train, reinforce=self.cfg.algorithm == "reinforce"
+            self.network.apply, self.cfg.train, reinforce=self.cfg.algorithm == "reinforce",
+            belief_bounds=getattr(self.network, "belief_bounds", None),
         )
         batch = replay_lib.sample(key, replay, self.train_batch_size)
         (_, metrics), grads = jax.value_and_grad(loss_fn, has_aux=True)(params, batch)
