@@ -34,8 +34,8 @@
   ``floor + (cap - floor) sigmoid(t)`` a logit pushed far negative stops learning
   (``sigmoid``'s slope vanishes, Adam keeps stepping): trained 4x4 Hex networks keep
   ``t`` near -14 and the floor concentration in nearly every lost position while their
-  search targets there hold 3-4. The penalty keeps ``t`` where its slope is not 0; it
-  departs from the blog's loss (README).
+  search targets there have a median total of about 5 (``scripts/belief_fit.py``). The
+  penalty keeps ``t`` where its slope is not 0; it departs from the blog's loss (README).
 - Regret heads (search control, seeds/003), when the batch carries regret targets:
   ``regret.ranking_loss`` (L_rank over the batch) + ``regret.regret_value_loss`` (MSE),
   weighted by ``train.regret_loss_weight``.
