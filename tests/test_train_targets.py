@@ -15,7 +15,7 @@ from curiosity_search.curiosity.beliefs import entropy_bits as dirichlet_entropy
 from curiosity_search.curiosity.beliefs import kl_dirichlet_bits
 from curiosity_search.nets import NetworkOutput
 from curiosity_search.train import replay as replay_lib
-from curiosity_search.train.losses import compute_losses, proven_nll_bits
+from curiosity_search.train.losses import belief_loss_bits, compute_losses, proven_nll_bits
 from curiosity_search.train.search_fns import SearchResult
 from curiosity_search.train.selfplay import SelfPlay, choose_action
 from curiosity_search.train.targets import label_outcomes, policy_target, record_positions
@@ -310,6 +310,48 @@ def test_proven_targets_use_the_epsilon_interior_nll_in_bits():
     np.testing.assert_allclose(metrics["value_loss"],
                                kl_dirichlet_bits(jnp.array([3.0, 4.0]), jnp.array(pred[0])),
                                rtol=1e-5)
+
+
+@pytest.mark.parametrize("num_outcomes", [2, 3])
+def test_belief_loss_matches_the_closed_form_kl_and_scipys_density_with_gradients(
+        num_outcomes):
+    # belief_loss_bits evaluates one cross-entropy for both kinds of row; here each row
+    # is checked against the textbook formula it must equal: the closed-form Dirichlet
+    # KL (beliefs.kl_dirichlet_bits) where unproven, scipy's -log density of the
+    # epsilon-interior point where proven; and its gradient against that reference's.
+    rng = np.random.default_rng(num_outcomes)
+    shape = (64, num_outcomes)
+    target = rng.exponential(4.0, shape) + 0.05
+    proven = rng.random(64) < 0.4
+    outcome = np.eye(num_outcomes)[rng.integers(0, num_outcomes, 64)]
+    target = np.where(proven[:, None], 7.0 * outcome, target)  # exact beliefs: zero parts
+    predicted = rng.exponential(5.0, shape) + 0.1
+    eps = 1e-3
+    point = (1 - eps) * outcome + eps / num_outcomes
+    expected = np.where(
+        proven,
+        [-stats.dirichlet.logpdf(x / x.sum(), c) / math.log(2.0)
+         for x, c in zip(point, predicted, strict=True)],
+        np.asarray(kl_dirichlet_bits(jnp.asarray(np.where(proven[:, None], 1.0, target)),
+                                     jnp.asarray(predicted))))
+    got = belief_loss_bits(jnp.asarray(target, jnp.float32), jnp.asarray(proven),
+                           jnp.asarray(predicted, jnp.float32))
+    np.testing.assert_allclose(got, expected, rtol=2e-4, atol=2e-4)
+
+    def reference(pred):
+        kl = kl_dirichlet_bits(jnp.asarray(np.where(proven[:, None], 1.0, target),
+                                           jnp.float32), pred)
+        log_point = jnp.log(jnp.asarray(point, jnp.float32))
+        nll = (jnp.sum(jax.scipy.special.gammaln(pred), -1)
+               - jax.scipy.special.gammaln(jnp.sum(pred, -1))
+               - jnp.sum((pred - 1.0) * log_point, -1)) / math.log(2.0)
+        return jnp.sum(jnp.where(jnp.asarray(proven), nll, kl))
+
+    pred = jnp.asarray(predicted, jnp.float32)
+    got_grad = jax.grad(lambda q: jnp.sum(belief_loss_bits(
+        jnp.asarray(target, jnp.float32), jnp.asarray(proven), q)))(pred)
+    np.testing.assert_allclose(got_grad, jax.grad(reference)(pred), rtol=1e-4, atol=1e-5)
+    assert np.all(np.isfinite(np.asarray(got_grad)))
 
 
 def test_belief_losses_split_into_kl_and_proven_nll():
