@@ -2,7 +2,7 @@
 what its search's weights (curiosity: P(best), its policy target) say there.
 
     python scripts/raw_policy_misses.py --checkpoint DIR [--games 4096]
-        [--simulations 16 32] [--seed 7]
+        [--simulations 16 32] [--seed 7] [--self-play-moves 0]
 
 For games the exact solver covers (tic-tac-toe, Hex up to 4x4 without swap). Samples one
 position per game of uniformly random play (``envs.sample_random_positions``, as the
@@ -14,11 +14,20 @@ search, as ``curiosity-search eval``): their argmax's rate, their mass on winnin
 and their entropy in bits. Then, on the positions the raw policy misses, the same for
 the search, and the raw policy's probability of its own move and of the best winning
 move: a miss where the search's weights are right is one the network did not fit.
+
+``--self-play-moves N`` (N > 16) also plays N moves of the run's own self-play
+(``SelfPlay.move``, the checkpoint's network, a fresh batch of games) and reports the raw
+policy's optimal-move rate on the positions it searched from move 17 on (past the first
+games' start) where the mover can force a win, and how often self-play's own move there
+gave the win away: whether the network misses random-play positions it fits in its own
+games' distribution.
 """
 
 import argparse
+import functools
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from curiosity_search import envs, load_agent
@@ -43,6 +52,7 @@ def main() -> None:
     parser.add_argument("--games", type=int, default=4096)
     parser.add_argument("--simulations", type=int, nargs="*", default=[16, 32])
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--self-play-moves", type=int, default=0)
     args = parser.parse_args()
     agent = load_agent(args.checkpoint)
     cfg, trainer = agent.config, agent.trainer
@@ -86,6 +96,45 @@ def main() -> None:
         if misses.size:
             print(f"  on the raw policy's misses: argmax rate {right[misses].mean():.3f}, "
                   f"mass on winning moves {mass[misses].mean():.3f}")
+    if args.self_play_moves > 16:
+        self_play_report(agent, solution, args.self_play_moves, args.seed)
+
+
+def raw_choice(agent, positions) -> np.ndarray:
+    """``[P]`` the raw policy's argmax over legal moves."""
+    logits = np.asarray(agent.trainer.network.apply(agent.params, positions.observation)
+                        .policy_logits)
+    return np.where(np.asarray(positions.legal_action_mask), logits, -np.inf).argmax(-1)
+
+
+def self_play_report(agent, solution, moves: int, seed: int) -> None:
+    """Prints the raw policy's optimal-move rate on self-play's won positions and the
+    share of self-play's moves there that give the win away (module docstring)."""
+    trainer = agent.trainer
+    state = jax.jit(trainer.init)(jax.random.key(seed + 2))
+    move = jax.jit(trainer.selfplay.move)
+    games, records, replay, control = state.games, state.records, state.replay, state.control
+    searched, after = [], []
+    for index in range(moves):
+        before, continuing = games, ~np.asarray(records.needs_reset)  # searched as they are
+        games, records, replay, control, _ = move(
+            agent.params, jax.random.key(seed + 3 + index), games, records, replay, control)
+        if index >= 16:
+            searched.append(jax.tree.map(lambda x, keep=continuing: np.asarray(x)[keep], before))
+            after.append(jax.tree.map(lambda x, keep=continuing: np.asarray(x)[keep], games))
+    stack = functools.partial(jax.tree.map, lambda *xs: jnp.asarray(np.concatenate(xs)))
+    searched, after = stack(*searched), stack(*after)
+    won = np.asarray(solution.state_value(searched)) == 1
+    winning = np.asarray(solution.action_values(searched)) == 1
+    raw = raw_choice(agent, searched)
+    kept = winning[np.arange(len(raw)), raw]
+    # A move keeps the win if the game ended (the mover connected) or the opponent,
+    # now to move, cannot force a win.
+    gave_away = ~np.asarray(after.terminated) & (np.asarray(solution.state_value(after)) == 1)
+    print(f"self-play ({moves} moves of {len(records.ply)} games, moves 17 on): "
+          f"{won.sum()} won positions of {won.size}; raw policy optimal-move rate "
+          f"{kept[won].mean():.4f} ({(~kept[won]).sum()} misses); self-play's own move "
+          f"gave the win away in {gave_away[won].mean():.4f}")
 
 
 if __name__ == "__main__":
