@@ -233,6 +233,13 @@ def test_file_errors(tmp_path):
             "(network.value_head is 'scalar'",
         ),
         (
+            {"algorithm": "gumbel", "train": {"policy_min_root_value": 0.0}},
+            "train.policy_min_root_value: 0.0 needs the root search value recorded, "
+            "train.value_target search_value or search_belief (train.value_target is "
+            "'outcome'",
+        ),
+        ({"train": {"policy_min_root_value": 1.5}}, "train.policy_min_root_value: 1.5 is not"),
+        (
             {"algorithm": "gumbel", "train": {"action_outcome_loss_weight": 0.25}},
             "train.action_outcome_loss_weight: 0.25 needs network.action_values true "
             "(network.action_values is false",

@@ -220,6 +220,35 @@ def test_policy_and_scalar_value_losses_by_hand():
     np.testing.assert_allclose(loss, math.log(3) + 0.5, rtol=1e-6)
 
 
+def test_policy_min_root_value_trains_the_policy_only_where_the_search_is_not_losing():
+    # Three valid positions with root values 0.5, -0.5 and 0.0; threshold 0 keeps the
+    # first and the last. The policy loss is their mean cross-entropy; the masked
+    # position's logits get no gradient, the value loss still counts every position.
+    legal = [[True, True, True, False]] * 3
+    targets = [[1, 0, 0, 0], [0, 1, 0, 0], [0.5, 0.5, 0, 0]]
+    batch = _positions(targets, [0.5, -0.5, 0.0], legal, [True, True, True])
+    logits = jnp.asarray([[1.0, 0.0, -1.0, 0.0], [0.0, 2.0, 0.0, 0.0], [0.5, 0.0, 0.0, 0.0]])
+
+    def losses(logits, threshold):
+        return compute_losses(_output(logits, [0.0, 0.0, 0.0]), batch, policy_weight=1.0,
+                              value_weight=1.0, action_value_weight=0.0,
+                              policy_min_root_value=threshold)
+
+    log_p = np.asarray(jax.nn.log_softmax(logits[:, :3]))
+    cross_entropy = -np.sum(np.asarray(targets)[:, :3] * log_p, axis=-1)
+    _, metrics = losses(logits, 0.0)
+    np.testing.assert_allclose(metrics["policy_loss"], (cross_entropy[0] + cross_entropy[2]) / 2,
+                               rtol=1e-6)
+    np.testing.assert_allclose(metrics["policy_trained_fraction"], 2 / 3, rtol=1e-6)
+    np.testing.assert_allclose(metrics["value_loss"], (0.25 + 0.25 + 0.0) / 3, rtol=1e-6)
+    grad = np.asarray(jax.grad(lambda x: losses(x, 0.0)[0])(logits))
+    assert np.all(grad[1] == 0) and np.any(grad[0] != 0) and np.any(grad[2] != 0)
+    # None (the default) trains on every position, as before.
+    _, every = losses(logits, None)
+    np.testing.assert_allclose(every["policy_loss"], cross_entropy.mean(), rtol=1e-6)
+    assert "policy_trained_fraction" not in every
+
+
 def test_belief_value_loss_for_outcomes_is_predictive_nll_in_bits():
     legal = [[True, True]] * 2
     batch = _positions([[1, 0], [1, 0]], [1.0, -1.0], legal, [True, True])

@@ -221,6 +221,13 @@ def _check_targets(cfg: Config) -> None:
             f"network.value_head beta or dirichlet (network.value_head is "
             f"{show(cfg.network.value_head)}; allowed: 0 without belief heads)"
         )
+    if train.policy_min_root_value is not None and train.value_target not in (
+            "search_value", "search_belief"):
+        raise ConfigError(
+            f"train.policy_min_root_value: {train.policy_min_root_value} needs the root "
+            f"search value recorded, train.value_target search_value or search_belief "
+            f"(train.value_target is {show(train.value_target)}; allowed: null otherwise)"
+        )
     if train.action_outcome_loss_weight > 0 and not cfg.network.action_values:
         raise ConfigError(
             f"train.action_outcome_loss_weight: {train.action_outcome_loss_weight} needs "

@@ -159,6 +159,10 @@ class TrainConfig:
         0.0, "belief heads: weight of the mean squared concentration logit (keeps the "
         "bounded heads' sigmoid off its flat tail; departs from the blog's loss)"
     )
+    policy_min_root_value: float | None = bounded(
+        None, -1.0, 1.0, doc="train the policy only on positions whose root search value "
+        "(mover's view, in [-1, 1]) is at least this; null: every position (the blog's)"
+    )
     value_loss: Literal["mse", "bce"] = doc("mse", "scalar value loss; bce on (z+1)/2 (ExIt)")
     regret_loss_weight: float = non_negative(1.0, "rgsc: ranking + regret-value head losses")
     dataset: Literal["online", "batch"] = doc(

@@ -36,6 +36,13 @@
   ``t`` near -14 and the floor concentration in nearly every lost position while their
   search targets there have a median total of about 5 (``scripts/belief_fit.py``). The
   penalty keeps ``t`` where its slope is not 0; it departs from the blog's loss (README).
+- ``train.policy_min_root_value`` (default None: every position, the blog's): the
+  policy's cross-entropy is averaged only over positions whose root search value (the
+  mover's view, ``batch.value_target`` under a ``search_value`` / ``search_belief``
+  value target) is at least that, reported as ``policy_trained_fraction``. Curiosity's
+  P(best) in a lost position ranks moves that all lose by the shapes of their beliefs;
+  on 4x4 Hex, fitting those targets costs the raw policy accuracy on won random-play
+  positions (results/learning_hex4/README.md). It departs from the blog (README).
 - Regret heads (search control, seeds/003), when the batch carries regret targets:
   ``regret.ranking_loss`` (L_rank over the batch) + ``regret.regret_value_loss`` (MSE),
   weighted by ``train.regret_loss_weight``.
@@ -194,6 +201,7 @@ def compute_losses(
     action_outcome_weight: float = 0.0,
     logit_l2: float = 0.0,
     belief_bounds: BeliefBounds | None = None,
+    policy_min_root_value: float | None = None,
 ) -> tuple[jax.Array, dict[str, jax.Array]]:
     """Total loss and metrics for network ``output`` on ``batch``.
 
@@ -211,13 +219,17 @@ def compute_losses(
         ``output.action_beliefs`` and ``batch.played_action``).
       logit_l2: weight of the belief heads' concentration-logit penalty (needs
         ``belief_bounds``, the network's).
+      policy_min_root_value: train the policy only on positions whose
+        ``batch.value_target`` (the root search value when the value target is
+        ``search_value`` or ``search_belief``) is at least this (static; None: all).
 
     Returns:
       ``(loss [], metrics)`` with scalar metrics ``loss``, ``policy_loss`` (bits for a
       belief head, else nats), ``value_loss``, ``value_mse``, ``policy_entropy_bits``,
       ``policy_target_entropy_bits``, and for belief heads ``value_entropy_bits``;
       ``action_value_loss`` / ``outcome_loss`` / ``action_outcome_loss`` /
-      ``concentration_logit_sq`` when trained;
+      ``concentration_logit_sq`` when trained; ``policy_trained_fraction`` (of the
+      valid positions) with ``policy_min_root_value``;
       where targets can be proven, ``proven_fraction`` and each belief loss split into
       its KL and proven-NLL parts (``_add_proof_split``: ``value_kl_bits``,
       ``value_proven_nll_bits``, ``action_value_kl_bits``,
@@ -229,7 +241,11 @@ def compute_losses(
     log_policy = jnp.where(legal, jax.nn.log_softmax(logits, axis=-1), 0.0)  # [N, A]
     belief = output.value_belief
     units = 1.0 if belief is None else LN2  # belief heads: every term in bits
-    policy_loss = _masked_mean(-jnp.sum(batch.policy_target * log_policy, axis=-1), weights)
+    policy_weights = weights  # [N]
+    if policy_min_root_value is not None:
+        policy_weights = weights * (batch.value_target >= policy_min_root_value)
+    policy_loss = _masked_mean(-jnp.sum(batch.policy_target * log_policy, axis=-1),
+                               policy_weights)
     policy_loss = policy_loss / units
     policy_entropy = -jnp.sum(jnp.exp(log_policy) * log_policy * legal, axis=-1) / LN2
     target_entropy = jnp.sum(entr(batch.policy_target), axis=-1) / LN2
@@ -242,6 +258,9 @@ def compute_losses(
         "policy_entropy_bits": _masked_mean(policy_entropy, weights),
         "policy_target_entropy_bits": _masked_mean(target_entropy, weights),
     }
+    if policy_min_root_value is not None:
+        metrics["policy_trained_fraction"] = _masked_mean(
+            (policy_weights > 0).astype(jnp.float32), weights)
 
     if belief is None:
         value_loss = _masked_mean(value_loss_fn(value, batch.value_target), weights)
@@ -381,6 +400,7 @@ def make_loss_fn(
             outcome_weight=getattr(train_cfg, "outcome_loss_weight", 0.0),
             action_outcome_weight=getattr(train_cfg, "action_outcome_loss_weight", 0.0),
             logit_l2=getattr(train_cfg, "concentration_logit_l2", 0.0),
+            policy_min_root_value=getattr(train_cfg, "policy_min_root_value", None),
             belief_bounds=belief_bounds,
         )
 
