@@ -33,6 +33,9 @@ import numpy as np
 from curiosity_search import envs, load_agent
 from curiosity_search.train.solver_eval import solver_kwargs
 
+SELF_PLAY_WARMUP_MOVES = 16
+"""Self-play moves whose positions ``--self-play-moves`` skips (the first games' start)."""
+
 
 def normalized(weights: np.ndarray) -> np.ndarray:
     """``[P, A]`` non-negative weights, rows summing to 1."""
@@ -54,6 +57,10 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--self-play-moves", type=int, default=0)
     args = parser.parse_args()
+    if 0 < args.self_play_moves <= SELF_PLAY_WARMUP_MOVES:
+        parser.error(f"--self-play-moves: {args.self_play_moves} leaves no position past the "
+                     f"first {SELF_PLAY_WARMUP_MOVES} moves (allowed: 0, or more than "
+                     f"{SELF_PLAY_WARMUP_MOVES})")
     agent = load_agent(args.checkpoint)
     cfg, trainer = agent.config, agent.trainer
     kwargs = solver_kwargs(cfg)
@@ -96,7 +103,7 @@ def main() -> None:
         if misses.size:
             print(f"  on the raw policy's misses: argmax rate {right[misses].mean():.3f}, "
                   f"mass on winning moves {mass[misses].mean():.3f}")
-    if args.self_play_moves > 16:
+    if args.self_play_moves > 0:
         self_play_report(agent, solution, args.self_play_moves, args.seed)
 
 
@@ -119,7 +126,7 @@ def self_play_report(agent, solution, moves: int, seed: int) -> None:
         before, continuing = games, ~np.asarray(records.needs_reset)  # searched as they are
         games, records, replay, control, _ = move(
             agent.params, jax.random.key(seed + 3 + index), games, records, replay, control)
-        if index >= 16:
+        if index >= SELF_PLAY_WARMUP_MOVES:
             searched.append(jax.tree.map(lambda x, keep=continuing: np.asarray(x)[keep], before))
             after.append(jax.tree.map(lambda x, keep=continuing: np.asarray(x)[keep], games))
     stack = functools.partial(jax.tree.map, lambda *xs: jnp.asarray(np.concatenate(xs)))
