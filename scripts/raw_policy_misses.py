@@ -73,10 +73,7 @@ def main() -> None:
     won = np.asarray(solution.state_value(positions)) == 1  # [P]
     winning = np.asarray(solution.action_values(positions)) == 1  # [P, A]
     legal = np.asarray(positions.legal_action_mask)
-    logits = np.asarray(trainer.network.apply(agent.params, positions.observation)
-                        .policy_logits, np.float64)
-    logits = np.where(legal, logits, -np.inf)
-    policy = normalized(np.exp(logits - logits.max(-1, keepdims=True)))
+    policy = legal_policy(agent, positions)
     raw = policy.argmax(-1)
     rows = np.arange(len(raw))
     kept = winning[rows, raw]
@@ -107,11 +104,13 @@ def main() -> None:
         self_play_report(agent, solution, args.self_play_moves, args.seed)
 
 
-def raw_choice(agent, positions) -> np.ndarray:
-    """``[P]`` the raw policy's argmax over legal moves."""
+def legal_policy(agent, positions) -> np.ndarray:
+    """``[P, A]`` float64: the raw policy's softmax over each position's legal moves (its
+    argmax is the raw policy's move)."""
     logits = np.asarray(agent.trainer.network.apply(agent.params, positions.observation)
-                        .policy_logits)
-    return np.where(np.asarray(positions.legal_action_mask), logits, -np.inf).argmax(-1)
+                        .policy_logits, np.float64)
+    logits = np.where(np.asarray(positions.legal_action_mask), logits, -np.inf)
+    return normalized(np.exp(logits - logits.max(-1, keepdims=True)))
 
 
 def self_play_report(agent, solution, moves: int, seed: int) -> None:
@@ -133,7 +132,7 @@ def self_play_report(agent, solution, moves: int, seed: int) -> None:
     searched, after = stack(*searched), stack(*after)
     won = np.asarray(solution.state_value(searched)) == 1
     winning = np.asarray(solution.action_values(searched)) == 1
-    raw = raw_choice(agent, searched)
+    raw = legal_policy(agent, searched).argmax(-1)
     kept = winning[np.arange(len(raw)), raw]
     # A move keeps the win if the game ended (the mover connected) or the opponent,
     # now to move, cannot force a win.
