@@ -185,3 +185,45 @@ def test_a_single_variant_draws_no_variant_figure(tmp_path: Path) -> None:
     _fake_run(tmp_path / "one", 3, "gumbel", 0, np.random.default_rng(1))
     make_plots([tmp_path / "one"], tmp_path / "out")
     assert not (tmp_path / "out" / "variants.png").exists()
+
+
+def test_variants_keep_two_arms_of_one_algorithm_apart(tmp_path: Path) -> None:
+    """Two arms of one algorithm (the same ``algorithm`` column, different run names)
+    with late-game rates: ``variants.csv`` keeps their late-game curves apart (seed
+    means per arm), while ``late_game_rate_vs_flops.csv``, grouped by algorithm, pools
+    all four runs."""
+    rng = np.random.default_rng(2)
+    scratch, root = tmp_path / "scratch", tmp_path / "sweep"
+    for arm, rate in (("curiosity", 0.8), ("curiosity_gate", 0.6)):
+        for seed in (0, 1):
+            _fake_run(scratch / arm, 5, "curiosity", seed, rng)
+            source = scratch / arm / f"hex5-curiosity-seed{seed}"
+            run = f"hex5-{arm}-seed{seed}"
+            with open(source / "eval.csv", newline="") as handle:
+                rows = list(csv.DictReader(handle))
+            for row in rows:
+                row.update(run=run, late_game_rate=rate + 0.02 * seed,
+                           late_game_positions=300, late_game_empty_cells=14,
+                           late_game_source="synthetic")
+            (root / run).mkdir(parents=True)
+            with open(root / run / "eval.csv", "w", newline="") as handle:
+                writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+                writer.writeheader()
+                writer.writerows(rows)
+            for name in ("config.yaml", "metrics.jsonl"):
+                (root / run / name).write_text((source / name).read_text())
+    out = tmp_path / "figures"
+    make_plots([root], out)
+    assert (out / "variants.png").stat().st_size > 5000
+    with open(out / "variants.csv", newline="") as handle:
+        late = [r for r in csv.DictReader(handle) if r.get("late_game_rate")]
+    # 2 arms x 2 roles x 5 iterations, each the mean of its two seeds
+    assert len(late) == 20 and {r["runs"] for r in late} == {"2"}
+    by_arm = {r["variant"]: float(r["late_game_rate"]) for r in late
+              if r["role"] == "expert" and r["iteration"] == "3"}
+    assert by_arm == pytest.approx({"hex5-curiosity": 0.81, "hex5-curiosity_gate": 0.61})
+    with open(out / "late_game_rate_vs_flops.csv", newline="") as handle:
+        pooled = [r for r in csv.DictReader(handle)
+                  if r["role"] == "expert" and r["iteration"] == "3"]
+    assert len(pooled) == 1 and pooled[0]["runs"] == "4"
+    assert float(pooled[0]["late_game_rate"]) == pytest.approx(0.71)

@@ -94,9 +94,11 @@ def optimal_move_figure(plt: Any, metric_rows: Sequence[dict], out: Path) -> lis
     return table
 
 
-def late_game_curves(eval_rows: Sequence[dict]) -> list[dict]:
-    """Seed-pooled late-game optimal-move rate per (algorithm, board size, role,
-    iteration): the mean over runs, each run counted once per point."""
+def late_game_curves(eval_rows: Sequence[dict], group_key: str = "algorithm") -> list[dict]:
+    """Seed-pooled late-game optimal-move rate per (``group_key``, board size, role,
+    iteration): the mean over runs, each run counted once per point. ``group_key`` is
+    a column of the rows: ``algorithm``, or ``variant`` (``plots.variants``: two arms
+    of one algorithm kept apart)."""
     per_run: dict[tuple, dict] = {}
     for row in eval_rows:
         rate = number(row.get("late_game_rate"))
@@ -107,12 +109,12 @@ def late_game_curves(eval_rows: Sequence[dict]) -> list[dict]:
         per_run.setdefault(key, row)
     groups: dict[tuple, list[dict]] = defaultdict(list)
     for (_, role, iteration), row in per_run.items():
-        group = (str(row.get("algorithm", "")), str(row.get("board_size", "")), role, iteration)
+        group = (str(row.get(group_key, "")), str(row.get("board_size", "")), role, iteration)
         groups[group].append(row)
     out = []
-    for (algorithm, board, role, iteration), rows in sorted(groups.items()):
+    for (name, board, role, iteration), rows in sorted(groups.items()):
         out.append({
-            "algorithm": algorithm,
+            group_key: name,
             "board_size": board,
             "role": role,
             "iteration": iteration,

@@ -20,7 +20,9 @@ writes a PNG and a CSV per figure:
   with E empty cells; Hex from 5x5 up) vs training FLOPs, one panel per algorithm, one
   curve per board size (expert solid, apprentice dashed); see ``learning_curves``.
 - ``variants``: runs grouped by name without ``-seed<N>`` (e.g. ExIt ``tpt-online`` vs
-  ``cat-online``), score vs the reference and optimal-move rate; see ``variants``.
+  ``cat-online``), score vs the reference, optimal-move rate and late-game rate; see
+  ``variants``. The figures above group runs by algorithm and pool two arms of one
+  algorithm; this one keeps them apart.
 
 Seeds are pooled: curves show the mean over runs that differ only in seed, with the
 Wilson interval of the pooled games as a band. Never imports JAX.
@@ -49,7 +51,11 @@ from curiosity_search.plots.common import (
     x_axis,
 )
 from curiosity_search.plots.elo_figure import elo_figure
-from curiosity_search.plots.learning_curves import late_game_figure, optimal_move_figure
+from curiosity_search.plots.learning_curves import (
+    late_game_curves,
+    late_game_figure,
+    optimal_move_figure,
+)
 from curiosity_search.plots.variants import (
     optimal_move_curves,
     variant_figure,
@@ -300,6 +306,7 @@ def make_plots(dirs: Sequence[str | os.PathLike], out: str | os.PathLike) -> lis
         reference_curves(with_variants(eval_rows), ("variant", "board_size")),
         optimal_move_curves(metric_rows),
         out,
+        late_game_curves(with_variants(eval_rows), "variant"),
     )
     if metric_rows:
         entropy_figure(plt, metric_rows, out)

@@ -7,9 +7,12 @@ does not tell runs apart (ExIt with TPT vs CAT targets, AlphaZero with or withou
 search control) this is the figure that compares them.
 
 Top row, one panel per board size: the seed-pooled score against the reference vs
-training compute (expert solid with its Wilson band, apprentice dashed). Bottom row,
-where the runs logged it: the seed-mean optimal-move rate against the exact solver
-(search solid, raw policy dashed). Never imports JAX.
+training compute (expert solid with its Wilson band, apprentice dashed). Below it, where
+the runs logged them: the seed-mean optimal-move rate against the exact solver (search
+solid, raw policy dashed), and the seed-mean late-game optimal-move rate of the
+evaluation's roles (exact judge; expert solid, apprentice dashed). The figures grouped
+by algorithm (``win_rate_vs_flops``, ``late_game_rate_vs_flops``, ...) pool every run of
+an algorithm; two arms of one algorithm are told apart here only. Never imports JAX.
 """
 
 from __future__ import annotations
@@ -61,7 +64,8 @@ def optimal_move_curves(metric_rows: Sequence[dict]) -> list[dict]:
 
 
 def variant_figure(
-    plt: Any, score_curves: Sequence[dict], rate_curves: Sequence[dict], out: Path
+    plt: Any, score_curves: Sequence[dict], rate_curves: Sequence[dict], out: Path,
+    late_curves: Sequence[dict] = (),
 ) -> bool:
     """Draws ``variants.png`` and writes ``variants.csv``; False (nothing) for < 2 variants.
 
@@ -70,18 +74,19 @@ def variant_figure(
       score_curves: ``plots.reference_curves(rows, ("variant", "board_size"))``.
       rate_curves: ``optimal_move_curves(metric_rows)`` (may be empty).
       out: the output folder.
+      late_curves: ``learning_curves.late_game_curves(with_variants(rows), "variant")``
+        (may be empty).
     """
-    variants = sorted({c["variant"] for c in [*score_curves, *rate_curves]})
+    every = [*score_curves, *rate_curves, *late_curves]
+    variants = sorted({c["variant"] for c in every})
     if len(variants) < 2:
         return False
-    boards = sorted(
-        {str(c["board_size"]) for c in [*score_curves, *rate_curves]}, key=numeric_sort_key
-    )
-    rows = 2 if rate_curves else 1
+    boards = sorted({str(c["board_size"]) for c in every}, key=numeric_sort_key)
+    rows = 1 + bool(rate_curves) + bool(late_curves)
     fig, axes = plt.subplots(rows, len(boards), figsize=(6.0 * len(boards), 4.2 * rows),
                              squeeze=False)
     colours = dict(zip(variants, plt.cm.tab10(np.arange(len(variants)) % 10), strict=True))
-    x_key, x_label = x_axis([*score_curves, *rate_curves])
+    x_key, x_label = x_axis(every)
     for column, board in enumerate(boards):
         ax = axes[0][column]
         for variant in variants:
@@ -104,14 +109,35 @@ def variant_figure(
                title=f"board size {board}: score vs the reference")
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=7, loc="upper left")
-        if rows == 2:
+        if rate_curves:
             _rate_panel(axes[1][column], rate_curves, variants, colours, board, x_key, x_label)
+        if late_curves:
+            _late_game_panel(axes[-1][column], late_curves, variants, colours, board, x_key,
+                             x_label)
     fig.suptitle("Variants (seeds pooled): expert / search solid, apprentice / raw dashed")
     fig.tight_layout()
     fig.savefig(out / "variants.png", dpi=120)
     plt.close(fig)
-    write_csv_atomically(out / "variants.csv", [*score_curves, *rate_curves])
+    write_csv_atomically(out / "variants.csv", every)
     return True
+
+
+def _late_game_panel(ax: Any, curves: Sequence[dict], variants: Sequence[str],
+                     colours: dict, board: str, x_key: str, x_label: str) -> None:
+    for variant in variants:
+        for role, style in (("expert", "-"), ("apprentice", "--")):
+            pts = sorted((c for c in curves if c["variant"] == variant
+                          and str(c["board_size"]) == board and c["role"] == role
+                          and number(c[x_key]) > 0), key=lambda c: c[x_key])
+            if pts:
+                ax.plot([c[x_key] for c in pts], [c["late_game_rate"] for c in pts], style,
+                        marker=".", color=colours[variant], label=f"{variant} ({role})")
+    log_x_axis(ax)
+    ax.set(xlabel=x_label, ylabel="late-game optimal-move rate",
+           title=f"board size {board}: late-game optimal-move rate (exact judge)")
+    ax.grid(True, alpha=0.3)
+    if ax.has_data():
+        ax.legend(fontsize=7, loc="lower right")
 
 
 def _rate_panel(ax: Any, curves: Sequence[dict], variants: Sequence[str], colours: dict,
