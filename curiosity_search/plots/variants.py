@@ -91,9 +91,7 @@ def variant_figure(
         ax = axes[0][column]
         for variant in variants:
             for role, style in (("expert", "-"), ("apprentice", "--")):
-                pts = sorted((c for c in score_curves if c["variant"] == variant
-                              and str(c["board_size"]) == board and c["role"] == role
-                              and number(c[x_key]) > 0), key=lambda c: c[x_key])
+                pts = _points(score_curves, variant, board, x_key, role)
                 if not pts:
                     continue
                 x = [c[x_key] for c in pts]
@@ -102,13 +100,10 @@ def variant_figure(
                 if role == "expert":
                     ax.fill_between(x, [c["ci_low"] for c in pts], [c["ci_high"] for c in pts],
                                     color=colours[variant], alpha=0.12, linewidth=0)
-        log_x_axis(ax)
         ax.axhline(0.5, color="grey", linestyle=":", linewidth=1)
         ax.set_ylim(-0.02, 1.02)
-        ax.set(xlabel=x_label, ylabel="score vs reference (0.5 = perfect play)",
-               title=f"board size {board}: score vs the reference")
-        ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=7, loc="upper left")
+        _finish_panel(ax, x_label, "score vs reference (0.5 = perfect play)",
+                      f"board size {board}: score vs the reference", "upper left")
         if rate_curves:
             _rate_panel(axes[1][column], rate_curves, variants, colours, board, x_key, x_label)
         if late_curves:
@@ -126,35 +121,41 @@ def _late_game_panel(ax: Any, curves: Sequence[dict], variants: Sequence[str],
                      colours: dict, board: str, x_key: str, x_label: str) -> None:
     for variant in variants:
         for role, style in (("expert", "-"), ("apprentice", "--")):
-            pts = sorted((c for c in curves if c["variant"] == variant
-                          and str(c["board_size"]) == board and c["role"] == role
-                          and number(c[x_key]) > 0), key=lambda c: c[x_key])
+            pts = _points(curves, variant, board, x_key, role)
             if pts:
                 ax.plot([c[x_key] for c in pts], [c["late_game_rate"] for c in pts], style,
                         marker=".", color=colours[variant], label=f"{variant} ({role})")
-    log_x_axis(ax)
-    ax.set(xlabel=x_label, ylabel="late-game optimal-move rate",
-           title=f"board size {board}: late-game optimal-move rate (exact judge)")
-    ax.grid(True, alpha=0.3)
-    if ax.has_data():
-        ax.legend(fontsize=7, loc="lower right")
+    _finish_panel(ax, x_label, "late-game optimal-move rate",
+                  f"board size {board}: late-game optimal-move rate (exact judge)",
+                  "lower right")
 
 
 def _rate_panel(ax: Any, curves: Sequence[dict], variants: Sequence[str], colours: dict,
                 board: str, x_key: str, x_label: str) -> None:
     for variant in variants:
-        pts = sorted((c for c in curves if c["variant"] == variant
-                      and str(c["board_size"]) == board and number(c[x_key]) > 0),
-                     key=lambda c: c[x_key])
+        pts = _points(curves, variant, board, x_key)
         for key, style, what in RATES:
             series = [(c[x_key], c[key]) for c in pts if np.isfinite(number(c[key]))]
             if series:
                 xs, ys = zip(*series, strict=True)
                 ax.plot(xs, ys, style, marker=".", color=colours[variant],
                         label=f"{variant} ({what})")
+    _finish_panel(ax, x_label, "optimal-move rate",
+                  f"board size {board}: optimal-move rate (exact solver)", "lower right")
+
+
+def _points(curves: Sequence[dict], variant: str, board: str, x_key: str,
+            role: str | None = None) -> list[dict]:
+    """The points of ``curves`` for one variant (and role, where given) on one board,
+    sorted by ``x_key`` (points without a positive ``x_key`` left out)."""
+    return sorted((c for c in curves if c["variant"] == variant
+                   and str(c["board_size"]) == board and (role is None or c["role"] == role)
+                   and number(c[x_key]) > 0), key=lambda c: c[x_key])
+
+
+def _finish_panel(ax: Any, x_label: str, y_label: str, title: str, legend_loc: str) -> None:
     log_x_axis(ax)
-    ax.set(xlabel=x_label, ylabel="optimal-move rate",
-           title=f"board size {board}: optimal-move rate (exact solver)")
+    ax.set(xlabel=x_label, ylabel=y_label, title=title)
     ax.grid(True, alpha=0.3)
     if ax.has_data():
-        ax.legend(fontsize=7, loc="lower right")
+        ax.legend(fontsize=7, loc=legend_loc)
